@@ -1,0 +1,62 @@
+# Raftsman. `make demo` runs the operator on the local cluster; `make test` runs every test.
+SHELL := /usr/bin/env bash
+export GOTOOLCHAIN := local
+
+BIN := $(CURDIR)/bin
+CONTROLLER_GEN_VERSION := v0.23.0
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+IMG ?= raftsman:dev
+
+-include hack/cluster/cluster.mk
+
+.PHONY: all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet
+
+all: build
+
+$(CONTROLLER_GEN):
+	mkdir -p $(BIN)
+	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(BIN)/controller-gen $@
+
+generate: $(CONTROLLER_GEN) ## deepcopy functions
+	$(CONTROLLER_GEN) object paths=./api/...
+
+manifests: $(CONTROLLER_GEN) ## CRDs and RBAC
+	$(CONTROLLER_GEN) crd rbac:roleName=raftsman-manager paths=./api/... paths=./controllers/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+dist: manifests ## one file that installs everything
+	mkdir -p dist
+	$(KUBECTL) kustomize config/default > dist/install.yaml
+
+verify-generated: generate manifests dist ## fails when generated files are not committed
+	@git diff --exit-code -- api config dist || { echo "generated files differ: run 'make generate manifests dist' and commit"; exit 1; }
+
+build:
+	CGO_ENABLED=0 go build -o _output/bin/raftsman ./cmd/raftsman
+
+fmt:
+	gofmt -l -w $$(git ls-files '*.go')
+
+vet:
+	go vet ./...
+	go vet -tags e2e ./test/...
+
+unit: ## unit tests: no cluster, no API server
+	go test -count=1 $$(go list ./... | grep -v /test/) -run 'Test[^E]|TestE[^n]' -short
+
+envtest: envtest-assets ## controller suites against a real kube-apiserver
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 ./api/... ./controllers/... -run 'TestEnv'
+
+e2e: cluster-up images ## end-to-end tests on the local cluster
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
+
+test: verify-generated vet cluster-up images
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./...
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
+
+demo: cluster-up images dist ## local cluster, operator, a 3-member cluster Available
+	bash hack/demo.sh
+
+bench: cluster-up images dist
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go run -tags e2e ./test/bench -out bench/RESULTS.md

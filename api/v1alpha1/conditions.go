@@ -1,0 +1,101 @@
+package v1alpha1
+
+// Conditions are the only contract between Raftsman's controllers. Each
+// condition type has exactly one owner, the only controller that writes it;
+// the others read it and act only when it is True and its observedGeneration
+// equals the object's generation (a stale condition counts as Unknown).
+//
+//	| object      | condition    | owner               |
+//	|-------------|--------------|---------------------|
+//	| EtcdCluster | Available    | controllers/cluster |
+//	| EtcdCluster | Progressing  | controllers/cluster |
+//	| EtcdCluster | Degraded     | controllers/cluster |
+//	| EtcdMember  | Registered   | controllers/cluster |
+//	| EtcdMember  | Ready        | controllers/member  |
+const (
+	// ConditionAvailable is True while a quorum of voting members is healthy,
+	// so the cluster serves reads and writes.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the operator is changing the
+	// cluster: bootstrapping it, adding, promoting or removing a member.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when a member is unhealthy or missing.
+	ConditionDegraded = "Degraded"
+
+	// ConditionRegistered is True once etcd knows the member: it is one of
+	// the initial members of a new cluster, or it was added as a learner.
+	// The member controller creates the member's Pod only then.
+	ConditionRegistered = "Registered"
+	// ConditionReady is True while the member's Pod is Ready (etcd's own
+	// readiness endpoint answers).
+	ConditionReady = "Ready"
+)
+
+// Owners maps each condition type to the controller that owns it, per kind.
+var Owners = map[string]map[string]string{
+	"EtcdCluster": {
+		ConditionAvailable:   "cluster",
+		ConditionProgressing: "cluster",
+		ConditionDegraded:    "cluster",
+	},
+	"EtcdMember": {
+		ConditionRegistered: "cluster",
+		ConditionReady:      "member",
+	},
+}
+
+// Reasons of EtcdCluster conditions.
+const (
+	// ReasonQuorumHealthy: a quorum of voters answers (Available True).
+	ReasonQuorumHealthy = "QuorumHealthy"
+	// ReasonQuorumLost: fewer than a quorum of voters answer (Available False).
+	ReasonQuorumLost = "QuorumLost"
+	// ReasonBootstrapping: the initial members are starting (Available False,
+	// Progressing True).
+	ReasonBootstrapping = "Bootstrapping"
+	// ReasonScalingUp: a member is being added as a learner (Progressing True).
+	ReasonScalingUp = "ScalingUp"
+	// ReasonPromotingLearner: a learner waits to be in sync before promotion.
+	ReasonPromotingLearner = "PromotingLearner"
+	// ReasonScalingDown: a member is being removed (Progressing True).
+	ReasonScalingDown = "ScalingDown"
+	// ReasonReplacingMember: a member that lost its data is being replaced.
+	ReasonReplacingMember = "ReplacingMember"
+	// ReasonWaitingForHealth: etcd refuses membership changes until every
+	// voter has been connected for a while; the operator retries soon.
+	ReasonWaitingForHealth = "WaitingForClusterHealth"
+	// ReasonQuorumAtRisk: a removal waits because it would leave too few
+	// healthy voters.
+	ReasonQuorumAtRisk = "QuorumAtRisk"
+	// ReasonConverged: membership matches the spec (Progressing False).
+	ReasonConverged = "Converged"
+	// ReasonMembersHealthy: every member is healthy (Degraded False).
+	ReasonMembersHealthy = "MembersHealthy"
+	// ReasonMembersUnhealthy: some member does not answer (Degraded True).
+	ReasonMembersUnhealthy = "MembersUnhealthy"
+	// ReasonMembersMissing: fewer members run than the spec asks for.
+	ReasonMembersMissing = "MembersMissing"
+	// ReasonEtcdError: an etcd call failed in an unexpected way.
+	ReasonEtcdError = "EtcdError"
+)
+
+// Reasons of EtcdMember conditions.
+const (
+	// ReasonInitialMember: the member bootstraps the cluster (Registered True).
+	ReasonInitialMember = "InitialMember"
+	// ReasonMemberAdded: the member was added with MemberAddAsLearner.
+	ReasonMemberAdded = "MemberAdded"
+	// ReasonAwaitingAdd: the member waits to be added to etcd.
+	ReasonAwaitingAdd = "AwaitingMemberAdd"
+
+	// ReasonPodReady: the member's Pod is Ready (Ready True).
+	ReasonPodReady = "PodReady"
+	// ReasonPodNotReady: the Pod runs but etcd is not ready yet.
+	ReasonPodNotReady = "PodNotReady"
+	// ReasonPodPending: the Pod is being created or scheduled.
+	ReasonPodPending = "PodPending"
+	// ReasonWaitingForRegistration: the Pod waits for Registered.
+	ReasonWaitingForRegistration = "WaitingForRegistration"
+	// ReasonDataLost: the member's volume is gone; the member must be replaced.
+	ReasonDataLost = "DataLost"
+)

@@ -1,0 +1,255 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storage) || !has(self.storage) || (has(self.storage.medium) ? self.storage.medium : '') == (has(oldSelf.storage.medium) ? oldSelf.storage.medium : '')",message="spec.storage.medium cannot change once the cluster exists: create a new cluster and move the data with a backup"
+type EtcdClusterSpec struct {
+	// Replicas is the number of etcd members. Odd numbers tolerate the most
+	// failures for their size; an even number is allowed and the status warns.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Version is the etcd version to run, like 3.6.16.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^3\\\\.[5-9]\\\\.[0-9]+$')",message="spec.version must be an etcd release like 3.6.16 (3.5 or newer, without a leading v)"
+	Version string `json:"version"`
+
+	// Image overrides the etcd image. By default the operator runs
+	// <repository>:v<version>, the repository being an operator setting.
+	// The image must hold etcd in /usr/local/bin like the upstream image.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Storage of each member's data directory.
+	// +kubebuilder:default={}
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// Resources of the etcd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// PodTemplate holds what the operator copies into every member Pod.
+	// +optional
+	PodTemplate PodTemplate `json:"podTemplate,omitempty"`
+
+	// Options are etcd settings.
+	// +optional
+	Options EtcdOptions `json:"options,omitempty"`
+}
+
+// StorageMedium says where a member keeps its data.
+// +kubebuilder:validation:Enum="";Memory
+type StorageMedium string
+
+const (
+	// StorageMediumDefault keeps data on a PersistentVolumeClaim.
+	StorageMediumDefault StorageMedium = ""
+	// StorageMediumMemory keeps data in a tmpfs emptyDir: it is lost when a
+	// member's Pod goes, and the member is then replaced.
+	StorageMediumMemory StorageMedium = "Memory"
+)
+
+// StorageSpec is the storage of each member.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName cannot change once set: existing volumes keep their class"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.size) || !has(self.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size may grow but never shrink: set it back to at least its current value"
+type StorageSpec struct {
+	// Size of each member's volume (or tmpfs limit for Memory).
+	// +kubebuilder:default="1Gi"
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// StorageClassName of the member volumes; the default class when empty.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// Medium is "" for a PersistentVolumeClaim or Memory for tmpfs.
+	// +optional
+	Medium StorageMedium `json:"medium,omitempty"`
+}
+
+// PodTemplate holds the parts of a member Pod a user may set.
+type PodTemplate struct {
+	// Metadata adds labels and annotations to member Pods.
+	// +optional
+	Metadata PodMetadata `json:"metadata,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// PodMetadata is the metadata a user may add to member Pods.
+type PodMetadata struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// EtcdOptions are etcd settings. Each maps to the etcd flag of the same name.
+// +kubebuilder:validation:XValidation:rule="!has(self.heartbeatIntervalMillis) || !has(self.electionTimeoutMillis) || self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis"
+type EtcdOptions struct {
+	// QuotaBackendBytes is the backend size limit (--quota-backend-bytes).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	QuotaBackendBytes *int64 `json:"quotaBackendBytes,omitempty"`
+
+	// AutoCompactionMode is periodic or revision (--auto-compaction-mode).
+	// +kubebuilder:validation:Enum=periodic;revision
+	// +optional
+	AutoCompactionMode string `json:"autoCompactionMode,omitempty"`
+
+	// AutoCompactionRetention is how much history to keep, like "1h" or "1000"
+	// (--auto-compaction-retention).
+	// +optional
+	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
+
+	// SnapshotCount is the number of committed transactions that trigger a
+	// snapshot to disk (--snapshot-count).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
+
+	// HeartbeatIntervalMillis is the raft heartbeat interval (--heartbeat-interval).
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=5000
+	// +optional
+	HeartbeatIntervalMillis *int32 `json:"heartbeatIntervalMillis,omitempty"`
+
+	// ElectionTimeoutMillis is the raft election timeout (--election-timeout).
+	// +kubebuilder:validation:Minimum=50
+	// +kubebuilder:validation:Maximum=50000
+	// +optional
+	ElectionTimeoutMillis *int32 `json:"electionTimeoutMillis,omitempty"`
+
+	// MaxRequestBytes is the largest request a client may send (--max-request-bytes).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxRequestBytes *int32 `json:"maxRequestBytes,omitempty"`
+
+	// ExtraArgs are further etcd flags, named without the leading dashes.
+	// Flags the operator sets itself cannot be given here.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file']))",message="spec.options.extraArgs cannot set a flag the operator owns (name, data and WAL dirs, initial-cluster*, listen and advertise URLs, discovery, TLS files, config-file): remove it"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('-'))",message="spec.options.extraArgs keys are flag names without leading dashes, like 'log-level'"
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
+}
+
+// MemberRole is the raft role of a member as etcd reports it.
+// +kubebuilder:validation:Enum=Voter;Learner
+type MemberRole string
+
+const (
+	// RoleVoter is a full voting member.
+	RoleVoter MemberRole = "Voter"
+	// RoleLearner is a non-voting member catching up with the leader.
+	RoleLearner MemberRole = "Learner"
+)
+
+// ClusterMemberStatus is one etcd member as the cluster controller last saw it.
+type ClusterMemberStatus struct {
+	// Name of the member (and of its EtcdMember and Pod).
+	Name string `json:"name"`
+	// ID is the etcd member ID in hexadecimal.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Role is Voter or Learner.
+	// +optional
+	Role MemberRole `json:"role,omitempty"`
+	// Version of etcd the member runs.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Healthy is true when the member answered its last status request.
+	Healthy bool `json:"healthy"`
+	// Leader is true for the raft leader.
+	// +optional
+	Leader bool `json:"leader,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state of an etcd cluster.
+type EtcdClusterStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Available, Progressing and Degraded, and the conditions of
+	// the other controllers (see conditions.go).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Replicas is the number of etcd members (voters and learners).
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// ReadyReplicas is the number of healthy voting members.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// Selector selects the member Pods; used by the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// ClusterID is the etcd cluster ID in hexadecimal, set once the cluster
+	// has formed. From then on no member bootstraps a new cluster.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// Version is the lowest etcd version the members run.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Members as etcd reports them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Members []ClusterMemberStatus `json:"members,omitempty"`
+}
+
+// EtcdCluster is an etcd cluster managed by Raftsman.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=etcd,categories=raftsman
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdClusterSpec   `json:"spec"`
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdClusters.
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+}

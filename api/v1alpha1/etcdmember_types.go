@@ -1,0 +1,127 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// InitialClusterState is how a member's etcd starts on an empty data directory.
+// +kubebuilder:validation:Enum=New;Existing
+type InitialClusterState string
+
+const (
+	// InitialClusterStateNew bootstraps a brand-new cluster together with the
+	// other initial members. Only members created before the cluster formed
+	// have it, and only their first Pod uses it: every later Pod of the
+	// member joins the cluster that exists by then.
+	InitialClusterStateNew InitialClusterState = "New"
+	// InitialClusterStateExisting joins a cluster that already runs, as a
+	// member that was added with the Membership API first.
+	InitialClusterStateExisting InitialClusterState = "Existing"
+)
+
+// EtcdMemberSpec is everything the Pod of one etcd member needs. The cluster
+// controller writes it; the member controller builds the Pod and PVC from it.
+// +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName",message="spec.clusterName cannot change"
+// +kubebuilder:validation:XValidation:rule="self.peerURL == oldSelf.peerURL",message="spec.peerURL cannot change: a member's peer URL is its identity in etcd"
+// +kubebuilder:validation:XValidation:rule="oldSelf.initialClusterState != 'Existing' || self.initialClusterState == 'Existing'",message="spec.initialClusterState cannot go back to New: a member of a formed cluster never bootstraps a new one"
+type EtcdMemberSpec struct {
+	// ClusterName is the EtcdCluster this member belongs to.
+	ClusterName string `json:"clusterName"`
+
+	// Version of etcd, like 3.6.16.
+	Version string `json:"version"`
+
+	// Image is the etcd image to run.
+	Image string `json:"image"`
+
+	// Storage of the member's data directory.
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// InitialClusterState is New for the members that bootstrap a cluster
+	// together and Existing for members added later.
+	InitialClusterState InitialClusterState `json:"initialClusterState"`
+
+	// InitialCluster is etcd's --initial-cluster: name=peerURL pairs of the
+	// members this one starts with.
+	InitialCluster string `json:"initialCluster"`
+
+	// ClusterToken is etcd's --initial-cluster-token, unique per EtcdCluster.
+	ClusterToken string `json:"clusterToken"`
+
+	// PeerURL is the URL other members reach this one at.
+	PeerURL string `json:"peerURL"`
+
+	// ClientURL is the URL clients reach this member at.
+	ClientURL string `json:"clientURL"`
+
+	// Resources of the etcd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// PodTemplate holds what is copied into the member's Pod.
+	// +optional
+	PodTemplate PodTemplate `json:"podTemplate,omitempty"`
+
+	// Options are etcd settings.
+	// +optional
+	Options EtcdOptions `json:"options,omitempty"`
+}
+
+// EtcdMemberStatus is the observed state of one member.
+type EtcdMemberStatus struct {
+	// MemberID is the etcd member ID in hexadecimal, once etcd knows the member.
+	// +optional
+	MemberID string `json:"memberID,omitempty"`
+
+	// Role is Voter or Learner.
+	// +optional
+	Role MemberRole `json:"role,omitempty"`
+
+	// PodName is the member's Pod.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+
+	// PVCName is the member's PersistentVolumeClaim, set once it was created.
+	// A member whose PVC is gone after that has lost its data and is replaced,
+	// never restarted on an empty volume.
+	// +optional
+	PVCName string `json:"pvcName,omitempty"`
+
+	// Conditions: Registered (cluster controller) and Ready (member controller).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdMember is one member of an etcd cluster. The operator creates it; it
+// owns the member's Pod and PVC.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=etcdm,categories=raftsman
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Member ID",type=string,JSONPath=`.status.memberID`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdMember struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdMemberSpec   `json:"spec"`
+	Status EtcdMemberStatus `json:"status,omitempty"`
+}
+
+// EtcdMemberList is a list of EtcdMembers.
+// +kubebuilder:object:root=true
+type EtcdMemberList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdMember `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdMember{}, &EtcdMemberList{})
+}

@@ -1,0 +1,26 @@
+package v1alpha1
+
+// Labels and annotations the operator puts on what it creates.
+const (
+	// ClusterLabel names the EtcdCluster an object belongs to.
+	ClusterLabel = "etcd.raftsman.io/cluster"
+	// MemberLabel names the EtcdMember a Pod or PVC belongs to.
+	MemberLabel = "etcd.raftsman.io/member"
+	// NameLabel and InstanceLabel are the well-known app labels.
+	NameLabel      = "app.kubernetes.io/name"
+	InstanceLabel  = "app.kubernetes.io/instance"
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+
+	// MemberFinalizer holds an EtcdMember until its etcd member has left the
+	// cluster with MemberRemove.
+	MemberFinalizer = "etcd.raftsman.io/membership"
+	// ClusterFinalizer holds an EtcdCluster until its members are released.
+	ClusterFinalizer = "etcd.raftsman.io/cluster"
+)
+
+// Ports etcd listens on in every member Pod.
+const (
+	ClientPort  = 2379
+	PeerPort    = 2380
+	MetricsPort = 2381
+)

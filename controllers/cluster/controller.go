@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "cluster"
+
+// Options are the settings of the cluster controller.
+type Options struct {
+	// EtcdRepository is the image repository of etcd; the image of a cluster
+	// is <repository>:v<version> unless the cluster names one.
+	EtcdRepository string
+	// ClusterDomain is the DNS domain of the Kubernetes cluster.
+	ClusterDomain string
+	// HealthInterval is how often a quiet cluster's members are asked for
+	// their health. etcd has no watch for member health, so this is a poll;
+	// it is off the path of membership changes, which watches drive.
+	HealthInterval time.Duration
+	// RetryInterval is how soon a membership change etcd refused "for now"
+	// is tried again (etcd waits until every voter has been connected for
+	// 5 s, and promotes a learner only once it caught up).
+	RetryInterval time.Duration
+	// EtcdTimeout bounds each etcd call.
+	EtcdTimeout time.Duration
+}
+
+// DefaultOptions are the defaults of the operator's flags.
+func DefaultOptions() Options {
+	return Options{
+		EtcdRepository: "quay.io/coreos/etcd",
+		ClusterDomain:  "cluster.local",
+		HealthInterval: time.Minute,
+		RetryInterval:  time.Second,
+		EtcdTimeout:    5 * time.Second,
+	}
+}
+
+// Reconciler reconciles an EtcdCluster.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Etcd     etcd.Factory
+	Options  Options
+}
+
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller. It runs on every change of the
+// cluster, of its EtcdMembers, Services and PDB, and of its member Pods (a
+// learner's Pod starting is what makes it worth trying to promote it).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&etcdv1.EtcdCluster{}).
+		Owns(&etcdv1.EtcdMember{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		Complete(r)
+}
+
+// podToCluster maps a member Pod to its cluster through the cluster label.
+func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[etcdv1.ClusterLabel]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}

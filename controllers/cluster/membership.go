@@ -1,0 +1,298 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+// The membership steps change etcd one member at a time. Each returns a
+// non-zero Result once it changed something or has to wait, so the next pass
+// starts from a fresh view of etcd; the watch on EtcdMembers and Pods
+// usually brings that pass sooner than the requeue.
+
+// active are the members that are not being removed.
+func (s *scope) active() []*etcdv1.EtcdMember {
+	out := make([]*etcdv1.EtcdMember, 0, len(s.members))
+	for _, m := range s.members {
+		if m.DeletionTimestamp.IsZero() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// finishRemovals removes from etcd each member whose EtcdMember is being
+// deleted, then releases the EtcdMember so that its Pod and PVC go.
+func (r *Reconciler) finishRemovals(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, m := range s.members {
+		if m.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(m, etcdv1.MemberFinalizer) {
+			continue
+		}
+		s.progress, s.progressMsg = etcdv1.ReasonScalingDown, fmt.Sprintf("Removing member %s", m.Name)
+		if !s.formed && s.cluster.Status.ClusterID != "" {
+			s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Cannot remove member %s while etcd does not answer", m.Name)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		}
+		if em, ok := s.inEtcd(m); ok {
+			if res, err := r.removeFromEtcd(ctx, s, m, em); err != nil || !res.IsZero() {
+				return res, err
+			}
+		}
+		ctrl.LoggerFrom(ctx).Info("Releasing member", "member", m.Name)
+		patch := client.MergeFrom(m.DeepCopy())
+		controllerutil.RemoveFinalizer(m, etcdv1.MemberFinalizer)
+		if err := r.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("release member %s: %w", m.Name, err)
+		}
+		// The member is gone from etcd; its status needs no more writes.
+		delete(s.memberBases, m.Name)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// removeFromEtcd calls MemberRemove for em, first moving leadership away
+// when em leads and refusing when the rest would have no healthy quorum.
+func (r *Reconciler) removeFromEtcd(ctx context.Context, s *scope, m *etcdv1.EtcdMember, em etcd.Member) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if !s.removalKeepsQuorum(em) {
+		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumAtRisk, fmt.Sprintf("Removing member %s now would leave fewer healthy voters than a quorum; waiting for the other members to be healthy", m.Name)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	if em.ID == s.leader && s.healthy(em.ID) {
+		if to, ok := s.successor(em.ID); ok {
+			log.Info("Moving leadership before removing the leader", "member", m.Name, "to", etcd.FormatID(to))
+			tctx, cancel := r.etcdCtx(ctx)
+			defer cancel()
+			if err := s.client.MoveLeader(tctx, m.Spec.ClientURL, to); err != nil {
+				observe("move_leader", err)
+				return r.notYet(s, err, etcdv1.ReasonScalingDown, fmt.Sprintf("move leadership away from %s", m.Name))
+			}
+			observe("move_leader", nil)
+			r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before removing it", m.Name, etcd.FormatID(to))
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		}
+	}
+	log.Info("Removing member from etcd", "member", m.Name, "id", etcd.FormatID(em.ID))
+	tctx, cancel := r.etcdCtx(ctx)
+	defer cancel()
+	err := s.client.MemberRemove(tctx, em.ID)
+	observe("remove", err)
+	if err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
+		return r.notYet(s, err, etcdv1.ReasonWaitingForHealth, fmt.Sprintf("remove member %s", m.Name))
+	}
+	s.etcdList = slices.DeleteFunc(s.etcdList, func(x etcd.Member) bool { return x.ID == em.ID })
+	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberRemoved", "MemberRemove", "Removed member %s (%s) from etcd", m.Name, etcd.FormatID(em.ID))
+	return ctrl.Result{}, nil
+}
+
+// successor is the healthy voter, other than id, that is furthest ahead.
+func (s *scope) successor(id uint64) (uint64, bool) {
+	var best uint64
+	var index uint64
+	for _, em := range s.etcdList {
+		st, ok := s.health[em.ID]
+		if em.ID == id || em.IsLearner || !ok {
+			continue
+		}
+		if best == 0 || st.RaftIndex > index {
+			best, index = em.ID, st.RaftIndex
+		}
+	}
+	return best, best != 0
+}
+
+// lost says whether a member can never run again: its data is gone, or etcd
+// no longer lists a member it did list (removed behind the operator's back).
+func (s *scope) lost(m *etcdv1.EtcdMember) bool {
+	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Reason == etcdv1.ReasonDataLost && c.ObservedGeneration == m.Generation {
+		return true
+	}
+	if !s.formed {
+		return false
+	}
+	_, listed := s.inEtcd(m)
+	return !listed && (m.Status.MemberID != "" || m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew)
+}
+
+// replaceLostMembers deletes the EtcdMember of a lost member; finishRemovals
+// then removes it from etcd and scaleUp adds a fresh member in its place.
+func (r *Reconciler) replaceLostMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, m := range s.active() {
+		if !s.lost(m) {
+			continue
+		}
+		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("Member %s lost its data or its place in etcd and is replaced by a new member", m.Name)
+		ctrl.LoggerFrom(ctx).Info("Replacing lost member", "member", m.Name)
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "MemberLost", "Replace", "Member %s lost its data or its place in etcd; it is removed and replaced", m.Name)
+		if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete lost member %s: %w", m.Name, err)
+		}
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// scaleDown picks one member to remove and deletes its EtcdMember (the
+// persisted intent); finishRemovals does the rest.
+func (r *Reconciler) scaleDown(ctx context.Context, s *scope) (ctrl.Result, error) {
+	active := s.active()
+	if len(active) <= s.desired || !s.formed {
+		return ctrl.Result{}, nil
+	}
+	victim := s.pickVictim(active)
+	s.progress, s.progressMsg = etcdv1.ReasonScalingDown, fmt.Sprintf("Scaling down from %d to %d members: removing %s", len(active), s.desired, victim.Name)
+	if em, ok := s.inEtcd(victim); ok && !s.removalKeepsQuorum(em) {
+		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumAtRisk, fmt.Sprintf("Removing member %s now would leave fewer healthy voters than a quorum; waiting for the other members to be healthy", victim.Name)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Scaling down", "member", victim.Name, "from", len(active), "to", s.desired)
+	if err := r.Delete(ctx, victim); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("delete member %s: %w", victim.Name, err)
+	}
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// pickVictim chooses the member whose removal hurts least: one etcd does not
+// know yet, a learner, an unhealthy member, a follower, the leader last; the
+// newest among equals.
+func (s *scope) pickVictim(active []*etcdv1.EtcdMember) *etcdv1.EtcdMember {
+	rank := func(m *etcdv1.EtcdMember) int {
+		em, ok := s.inEtcd(m)
+		switch {
+		case !ok:
+			return 0
+		case em.IsLearner:
+			return 1
+		case !s.healthy(em.ID):
+			return 2
+		case em.ID != s.leader:
+			return 3
+		}
+		return 4
+	}
+	victim := active[len(active)-1]
+	for i := len(active) - 1; i >= 0; i-- {
+		if rank(active[i]) < rank(victim) {
+			victim = active[i]
+		}
+	}
+	return victim
+}
+
+// scaleUp creates the EtcdMember of the next member once every member is a
+// healthy voter. Its existence is the intent that addLearners acts on.
+func (r *Reconciler) scaleUp(ctx context.Context, s *scope) (ctrl.Result, error) {
+	active := s.active()
+	if len(active) >= s.desired || !s.formed {
+		return ctrl.Result{}, nil
+	}
+	s.progress, s.progressMsg = etcdv1.ReasonScalingUp, fmt.Sprintf("Scaling up from %d to %d members", len(active), s.desired)
+	if len(active) < len(s.members) {
+		return ctrl.Result{}, nil // a removal is still under way
+	}
+	for _, m := range active {
+		if em, ok := s.inEtcd(m); !ok || em.IsLearner {
+			return ctrl.Result{}, nil // a member is being added: addLearners and promoteLearners go on
+		} else if !s.healthy(em.ID) {
+			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForHealth, fmt.Sprintf("Member %s is not healthy; a new member is added once all members are", m.Name)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		}
+	}
+	name := newMemberName(s.cluster.Name, s.hasMember)
+	pairs := [][2]string{}
+	for _, em := range s.etcdList {
+		if em.Name != "" && len(em.PeerURLs) > 0 {
+			pairs = append(pairs, [2]string{em.Name, em.PeerURLs[0]})
+		}
+	}
+	spec := r.memberSpec(s, name, etcdv1.InitialClusterStateExisting, "")
+	spec.InitialCluster = resources.InitialCluster(append(pairs, [2]string{name, spec.PeerURL}))
+	ctrl.LoggerFrom(ctx).Info("Creating member to add", "member", name)
+	if err := r.newMember(ctx, s, name, spec); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// addLearners adds each registered-to-be member to etcd as a learner. Its
+// EtcdMember already exists, so a crash after MemberAddAsLearner is found
+// again by peer URL in observeEtcd and never added twice.
+func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.formed {
+		return ctrl.Result{}, nil
+	}
+	for _, m := range s.active() {
+		if _, ok := s.inEtcd(m); ok || m.Spec.InitialClusterState != etcdv1.InitialClusterStateExisting {
+			continue
+		}
+		s.progress, s.progressMsg = etcdv1.ReasonScalingUp, fmt.Sprintf("Adding member %s as a learner", m.Name)
+		ctrl.LoggerFrom(ctx).Info("Adding learner", "member", m.Name, "peerURL", m.Spec.PeerURL)
+		tctx, cancel := r.etcdCtx(ctx)
+		em, err := s.client.MemberAddAsLearner(tctx, m.Spec.PeerURL)
+		cancel()
+		observe("add_learner", err)
+		if errors.Is(err, etcd.ErrPeerURLExists) {
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil // observeEtcd adopts it next pass
+		}
+		if err != nil {
+			return r.notYet(s, err, etcdv1.ReasonWaitingForHealth, fmt.Sprintf("add member %s as a learner", m.Name))
+		}
+		em.PeerURLs = []string{m.Spec.PeerURL}
+		s.etcdList = append(s.etcdList, em)
+		m.Status.MemberID, m.Status.Role = etcd.FormatID(em.ID), etcdv1.RoleLearner
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberAdded", "MemberAddAsLearner", "Added member %s (%s) as a learner", m.Name, etcd.FormatID(em.ID))
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// promoteLearners promotes a learner once its etcd has started; etcd itself
+// refuses while the learner is behind, which is retried soon.
+func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, m := range s.active() {
+		em, ok := s.inEtcd(m)
+		if !ok || !em.IsLearner {
+			continue
+		}
+		s.progress, s.progressMsg = etcdv1.ReasonPromotingLearner, fmt.Sprintf("Waiting for learner %s to start and catch up with the leader", m.Name)
+		if !em.Started() {
+			// Its Pod starting wakes us; the requeue covers etcd publishing
+			// the member a moment after the container starts.
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		}
+		tctx, cancel := r.etcdCtx(ctx)
+		err := s.client.MemberPromote(tctx, em.ID)
+		cancel()
+		observe("promote", err)
+		if err != nil && !errors.Is(err, etcd.ErrNotLearner) {
+			return r.notYet(s, err, etcdv1.ReasonPromotingLearner, fmt.Sprintf("promote learner %s", m.Name))
+		}
+		for i := range s.etcdList {
+			if s.etcdList[i].ID == em.ID {
+				s.etcdList[i].IsLearner = false
+			}
+		}
+		m.Status.Role = etcdv1.RoleVoter
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberPromoted", "MemberPromote", "Promoted learner %s (%s) to voter", m.Name, etcd.FormatID(em.ID))
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// healthCheckLater brings a quiet cluster back for a health check.
+func (r *Reconciler) healthCheckLater(context.Context, *scope) (ctrl.Result, error) {
+	return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+}

@@ -1,0 +1,428 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+// scope is what one reconcile of a cluster learns and decides.
+type scope struct {
+	cluster *etcdv1.EtcdCluster
+	base    *etcdv1.EtcdCluster
+	desired int
+
+	// members are the cluster's EtcdMembers, oldest first; memberBases
+	// holds each as read, for the status patch of the ones that changed.
+	members     []*etcdv1.EtcdMember
+	memberBases map[string]*etcdv1.EtcdMember
+
+	client etcd.Client
+	// formed: etcd answered a member list, so the cluster exists.
+	formed    bool
+	clusterID uint64
+	etcdList  []etcd.Member
+	// health of each member by etcd member ID; leader is the leader's ID.
+	health map[uint64]etcd.Status
+	leader uint64
+	// etcdErr is the last unexpected etcd error, for the conditions.
+	etcdErr error
+
+	// progress says what membership change is under way, if any, and
+	// waiting why it does not move on right now.
+	progress, progressMsg string
+	waiting, waitingMsg   string
+}
+
+// Reconcile drives an EtcdCluster towards its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	c := &etcdv1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Etcd.Forget(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, c)
+	}
+	if controllerutil.AddFinalizer(c, etcdv1.ClusterFinalizer) {
+		if err := r.Update(ctx, c); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	s, err := r.newScope(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		setStatus(s)
+		retErr = errors.Join(retErr, r.patchStatuses(ctx, s))
+	}()
+	// 1. Services and PDB; 2. bootstrap a new cluster; 3. learn etcd's view;
+	// 4. finish removals; 5. replace lost members; 6. scale down; 7. scale
+	// up: create the EtcdMember, 8. add it as a learner, 9. promote it;
+	// 10. come back for a health check.
+	return kube.Run(ctx, s,
+		r.ensureServices, r.ensurePDB, r.bootstrap, r.observeEtcd,
+		r.finishRemovals, r.replaceLostMembers, r.scaleDown, r.scaleUp,
+		r.addLearners, r.promoteLearners, r.healthCheckLater)
+}
+
+func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
+	list := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(desiredReplicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if !metav1IsControlledBy(m, c) {
+			continue
+		}
+		s.members = append(s.members, m)
+		s.memberBases[m.Name] = m.DeepCopy()
+	}
+	slices.SortFunc(s.members, func(a, b *etcdv1.EtcdMember) int {
+		if d := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return s, nil
+}
+
+func desiredReplicas(c *etcdv1.EtcdCluster) int32 {
+	if c.Spec.Replicas == nil {
+		return 3
+	}
+	return *c.Spec.Replicas
+}
+
+func metav1IsControlledBy(m *etcdv1.EtcdMember, c *etcdv1.EtcdCluster) bool {
+	for _, o := range m.OwnerReferences {
+		if o.UID == c.UID && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// patchStatuses writes the cluster's status and that of each member whose
+// status this reconcile changed.
+func (r *Reconciler) patchStatuses(ctx context.Context, s *scope) error {
+	var errs []error
+	for _, m := range s.members {
+		if base, ok := s.memberBases[m.Name]; ok {
+			errs = append(errs, kube.PatchStatus(ctx, r.Client, base, m))
+		}
+	}
+	errs = append(errs, kube.PatchStatus(ctx, r.Client, s.base, s.cluster))
+	return errors.Join(errs...)
+}
+
+// createOwned creates obj owned by the cluster; one that exists is fine.
+func (r *Reconciler) createOwned(ctx context.Context, s *scope, obj client.Object) error {
+	if err := controllerutil.SetControllerReference(s.cluster, obj, r.Scheme()); err != nil {
+		return fmt.Errorf("own %s: %w", obj.GetName(), err)
+	}
+	if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
+
+// ensureServices creates the peer and client Services and keeps their
+// selector and ports.
+func (r *Reconciler) ensureServices(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, want := range []*corev1.Service{resources.PeerService(s.cluster), resources.ClientService(s.cluster)} {
+		have := &corev1.Service{}
+		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := r.createOwned(ctx, s, want); err != nil {
+				return ctrl.Result{}, err
+			}
+		case err != nil:
+			return ctrl.Result{}, fmt.Errorf("get service %s: %w", want.Name, err)
+		case !servicesMatch(have, want):
+			have.Spec.Selector, have.Spec.Ports, have.Spec.PublishNotReadyAddresses = want.Spec.Selector, want.Spec.Ports, want.Spec.PublishNotReadyAddresses
+			if err := r.Update(ctx, have); err != nil {
+				return ctrl.Result{}, fmt.Errorf("update service %s: %w", want.Name, err)
+			}
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func servicesMatch(have, want *corev1.Service) bool {
+	if have.Spec.PublishNotReadyAddresses != want.Spec.PublishNotReadyAddresses || len(have.Spec.Ports) != len(want.Spec.Ports) {
+		return false
+	}
+	for k, v := range want.Spec.Selector {
+		if have.Spec.Selector[k] != v {
+			return false
+		}
+	}
+	for i, p := range want.Spec.Ports {
+		h := have.Spec.Ports[i]
+		if h.Name != p.Name || h.Port != p.Port || h.TargetPort != p.TargetPort {
+			return false
+		}
+	}
+	return len(have.Spec.Selector) == len(want.Spec.Selector)
+}
+
+// ensurePDB keeps a PodDisruptionBudget that protects the quorum.
+func (r *Reconciler) ensurePDB(ctx context.Context, s *scope) (ctrl.Result, error) {
+	want := resources.PDB(s.cluster)
+	have := want.DeepCopy()
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, r.createOwned(ctx, s, want)
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("get pdb: %w", err)
+	case have.Spec.MinAvailable == nil || *have.Spec.MinAvailable != *want.Spec.MinAvailable:
+		have.Spec.MinAvailable = want.Spec.MinAvailable
+		if err := r.Update(ctx, have); err != nil {
+			return ctrl.Result{}, fmt.Errorf("update pdb: %w", err)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// memberSpec is the spec of a member of the cluster.
+func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClusterState, initialCluster string) etcdv1.EtcdMemberSpec {
+	c, d := s.cluster, r.Options.ClusterDomain
+	return etcdv1.EtcdMemberSpec{
+		ClusterName:         c.Name,
+		Version:             c.Spec.Version,
+		Image:               resources.Image(c, r.Options.EtcdRepository),
+		Storage:             c.Spec.Storage,
+		InitialClusterState: state,
+		InitialCluster:      initialCluster,
+		ClusterToken:        string(c.UID),
+		PeerURL:             resources.PeerURL(c.Name, name, c.Namespace, d),
+		ClientURL:           resources.ClientURL(c.Name, name, c.Namespace, d),
+		Resources:           c.Spec.Resources,
+		PodTemplate:         c.Spec.PodTemplate,
+		Options:             c.Spec.Options,
+	}
+}
+
+// newMember creates an EtcdMember; its existence is the persisted intent.
+func (r *Reconciler) newMember(ctx context.Context, s *scope, name string, spec etcdv1.EtcdMemberSpec) error {
+	m := &etcdv1.EtcdMember{}
+	m.Name, m.Namespace = name, s.cluster.Namespace
+	m.Labels = resources.ClusterLabels(s.cluster.Name)
+	m.Finalizers = []string{etcdv1.MemberFinalizer}
+	m.Spec = spec
+	if err := r.createOwned(ctx, s, m); err != nil {
+		return err
+	}
+	s.members = append(s.members, m)
+	s.memberBases[m.Name] = m.DeepCopy()
+	return nil
+}
+
+// newMemberName picks a member name: the cluster's name and a random suffix,
+// so a member that replaces another never reuses its DNS name.
+func newMemberName(cluster string, taken func(string) bool) string {
+	for {
+		if name := cluster + "-" + utilrand.String(5); !taken(name) {
+			return name
+		}
+	}
+}
+
+func (s *scope) hasMember(name string) bool {
+	return slices.ContainsFunc(s.members, func(m *etcdv1.EtcdMember) bool { return m.Name == name })
+}
+
+// bootstrap starts a brand-new cluster: all initial members at once, with
+// the full member list and a token unique to this EtcdCluster. No data
+// exists yet, so this is safe. A crash halfway is finished from the member
+// list the first initial member carries.
+func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.cluster.Status.ClusterID != "" {
+		return ctrl.Result{}, nil
+	}
+	var initial string
+	for _, m := range s.members {
+		if m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew {
+			initial = m.Spec.InitialCluster
+			break
+		}
+	}
+	if initial == "" {
+		if len(s.members) > 0 {
+			// Members exist but none bootstraps: they were added to a
+			// cluster whose status lost its ID; observeEtcd finds it again.
+			return ctrl.Result{}, nil
+		}
+		pairs := make([][2]string, 0, s.desired)
+		for range s.desired {
+			name := newMemberName(s.cluster.Name, func(n string) bool {
+				return slices.ContainsFunc(pairs, func(p [2]string) bool { return p[0] == n })
+			})
+			pairs = append(pairs, [2]string{name, resources.PeerURL(s.cluster.Name, name, s.cluster.Namespace, r.Options.ClusterDomain)})
+		}
+		initial = resources.InitialCluster(pairs)
+		ctrl.LoggerFrom(ctx).Info("Bootstrapping a new etcd cluster", "initialCluster", initial)
+	}
+	for _, pair := range strings.Split(initial, ",") {
+		name, _, _ := strings.Cut(pair, "=")
+		if s.hasMember(name) {
+			continue
+		}
+		if err := r.newMember(ctx, s, name, r.memberSpec(s, name, etcdv1.InitialClusterStateNew, initial)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.progress, s.progressMsg = etcdv1.ReasonBootstrapping, fmt.Sprintf("Starting %d initial members together", len(strings.Split(initial, ",")))
+	return ctrl.Result{}, nil
+}
+
+// observeEtcd asks etcd for its members and each member for its health.
+func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if len(s.members) == 0 {
+		return ctrl.Result{}, nil
+	}
+	endpoints := make([]string, 0, len(s.members))
+	for _, m := range s.members {
+		endpoints = append(endpoints, m.Spec.ClientURL)
+	}
+	cli, err := r.Etcd.Get(ctx, client.ObjectKeyFromObject(s.cluster).String(), endpoints)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.client = cli
+	tctx, cancel := context.WithTimeout(ctx, r.Options.EtcdTimeout)
+	defer cancel()
+	id, list, err := cli.MemberList(tctx)
+	if err != nil {
+		s.etcdErr = err
+		if s.cluster.Status.ClusterID == "" {
+			// Still bootstrapping: the members' Pods becoming ready wake us.
+			return ctrl.Result{}, nil
+		}
+		ctrl.LoggerFrom(ctx).Info("etcd does not answer", "error", err.Error())
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	s.formed, s.clusterID, s.etcdList = true, id, list
+	if s.cluster.Status.ClusterID == "" {
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "Bootstrapped", "Bootstrap", "etcd cluster %s formed with %d members", etcd.FormatID(id), len(list))
+	}
+	s.cluster.Status.ClusterID = etcd.FormatID(id)
+
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, em := range list {
+		if len(em.ClientURLs) == 0 {
+			continue
+		}
+		wg.Go(func() {
+			st, err := cli.Status(tctx, em.ClientURLs[0])
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			s.health[em.ID] = st
+			if st.Leader != 0 && !st.IsLearner {
+				s.leader = st.Leader
+			}
+		})
+	}
+	wg.Wait()
+
+	// Record what etcd says of each EtcdMember: its ID and role. A member
+	// added before a crash is recognised here by its peer URL.
+	for _, m := range s.members {
+		if em, ok := findByPeerURL(list, m.Spec.PeerURL); ok {
+			m.Status.MemberID = etcd.FormatID(em.ID)
+			m.Status.Role = etcdv1.RoleVoter
+			if em.IsLearner {
+				m.Status.Role = etcdv1.RoleLearner
+			}
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func findByPeerURL(list []etcd.Member, peerURL string) (etcd.Member, bool) {
+	for _, em := range list {
+		if slices.Contains(em.PeerURLs, peerURL) {
+			return em, true
+		}
+	}
+	return etcd.Member{}, false
+}
+
+// inEtcd returns the etcd member of an EtcdMember, if etcd lists it.
+func (s *scope) inEtcd(m *etcdv1.EtcdMember) (etcd.Member, bool) {
+	return findByPeerURL(s.etcdList, m.Spec.PeerURL)
+}
+
+// healthy says whether the etcd member answered its status request.
+func (s *scope) healthy(id uint64) bool {
+	_, ok := s.health[id]
+	return ok
+}
+
+// voters counts the voting members and the healthy ones.
+func (s *scope) voters() (all, healthy int) {
+	for _, em := range s.etcdList {
+		if !em.IsLearner {
+			all++
+			if s.healthy(em.ID) {
+				healthy++
+			}
+		}
+	}
+	return all, healthy
+}
+
+// removalKeepsQuorum says whether removing em leaves a quorum of healthy
+// voters among the voters that remain.
+func (s *scope) removalKeepsQuorum(em etcd.Member) bool {
+	if em.IsLearner {
+		return true
+	}
+	all, healthy := s.voters()
+	if s.healthy(em.ID) {
+		healthy--
+	}
+	all--
+	return all > 0 && healthy >= all/2+1
+}
+
+func (r *Reconciler) etcdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.Options.EtcdTimeout)
+}
+
+// notYet turns etcd's "not now" answers into a retry with a reason.
+func (r *Reconciler) notYet(s *scope, err error, reason, msg string) (ctrl.Result, error) {
+	if errors.Is(err, etcd.ErrNotYet) || errors.Is(err, etcd.ErrUnreachable) {
+		s.waiting, s.waitingMsg = reason, fmt.Sprintf("%s: %v", msg, err)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	s.etcdErr = err
+	return ctrl.Result{}, fmt.Errorf("%s: %w", msg, err)
+}

@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+// setStatus turns the facts of a reconcile into the cluster's status and
+// conditions and into each member's Registered condition.
+func setStatus(s *scope) {
+	c := s.cluster
+	c.Status.ObservedGeneration = c.Generation
+	c.Status.Selector = labels.SelectorFromSet(resources.ClusterLabels(c.Name)).String()
+	if s.formed {
+		setMembers(s)
+	} else {
+		c.Status.ReadyReplicas = 0
+		c.Status.Replicas = int32(len(s.active()))
+		for i := range c.Status.Members {
+			c.Status.Members[i].Healthy, c.Status.Members[i].Leader = false, false
+		}
+	}
+	setAvailable(s)
+	setProgressing(s)
+	setDegraded(s)
+	for _, m := range s.members {
+		setRegistered(s, m)
+	}
+}
+
+// setMembers copies etcd's member list and health into the status.
+func setMembers(s *scope) {
+	c := s.cluster
+	names := map[uint64]string{}
+	for _, m := range s.members {
+		if em, ok := s.inEtcd(m); ok {
+			names[em.ID] = m.Name
+		}
+	}
+	members := make([]etcdv1.ClusterMemberStatus, 0, len(s.etcdList))
+	var versions []string
+	for _, em := range s.etcdList {
+		name := names[em.ID]
+		if name == "" {
+			name = em.Name
+		}
+		if name == "" {
+			name = etcd.FormatID(em.ID)
+		}
+		st, healthy := s.health[em.ID]
+		ms := etcdv1.ClusterMemberStatus{Name: name, ID: etcd.FormatID(em.ID), Role: etcdv1.RoleVoter, Version: st.Version, Healthy: healthy, Leader: em.ID == s.leader}
+		if em.IsLearner {
+			ms.Role = etcdv1.RoleLearner
+		}
+		if st.Version != "" {
+			versions = append(versions, st.Version)
+		}
+		members = append(members, ms)
+	}
+	slices.SortFunc(members, func(a, b etcdv1.ClusterMemberStatus) int { return strings.Compare(a.Name, b.Name) })
+	_, healthy := s.voters()
+	c.Status.Members = members
+	c.Status.Replicas = int32(len(members))
+	c.Status.ReadyReplicas = int32(healthy)
+	if len(versions) > 0 {
+		c.Status.Version = slices.MinFunc(versions, compareVersions)
+	}
+}
+
+// compareVersions orders etcd versions like 3.5.9 < 3.5.10.
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		var x, y int
+		_, _ = fmt.Sscan(pa[i], &x)
+		_, _ = fmt.Sscan(pb[i], &y)
+		if x != y {
+			return x - y
+		}
+	}
+	return len(pa) - len(pb)
+}
+
+func setAvailable(s *scope) {
+	c := s.cluster
+	set := func(ok bool, reason, msg string) {
+		kube.Set(&c.Status.Conditions, c.Generation, etcdv1.ConditionAvailable, ok, reason, msg)
+	}
+	switch {
+	case !s.formed && c.Status.ClusterID == "":
+		set(false, etcdv1.ReasonBootstrapping, fmt.Sprintf("Waiting for the %d initial members to start and form the cluster", len(s.members)))
+		return
+	case !s.formed:
+		set(false, etcdv1.ReasonQuorumLost, fmt.Sprintf("etcd does not answer: %v. Check the member Pods with kubectl get etcdmember,pods", s.etcdErr))
+		return
+	}
+	all, healthy := s.voters()
+	if healthy < all/2+1 {
+		set(false, etcdv1.ReasonQuorumLost, fmt.Sprintf("Only %d of %d voting members are healthy; a quorum needs %d", healthy, all, all/2+1))
+		return
+	}
+	msg := fmt.Sprintf("%d of %d voting members are healthy", healthy, all)
+	if s.desired%2 == 0 {
+		msg += fmt.Sprintf("; note: %d members tolerate no more failures than %d, prefer an odd replica count", s.desired, s.desired-1)
+	}
+	set(true, etcdv1.ReasonQuorumHealthy, msg)
+}
+
+func setProgressing(s *scope) {
+	c := s.cluster
+	set := func(ok bool, reason, msg string) {
+		kube.Set(&c.Status.Conditions, c.Generation, etcdv1.ConditionProgressing, ok, reason, msg)
+	}
+	active := len(s.active())
+	switch {
+	case s.waiting != "":
+		set(true, s.waiting, s.waitingMsg)
+	case s.progress != "":
+		set(true, s.progress, s.progressMsg)
+	case !s.formed && c.Status.ClusterID == "":
+		set(true, etcdv1.ReasonBootstrapping, "Starting the initial members together")
+	case active < s.desired || len(s.members) != active:
+		set(true, etcdv1.ReasonScalingUp, fmt.Sprintf("%d of %d members", active, s.desired))
+	case active > s.desired:
+		set(true, etcdv1.ReasonScalingDown, fmt.Sprintf("%d of %d members", active, s.desired))
+	default:
+		set(false, etcdv1.ReasonConverged, fmt.Sprintf("The cluster has the %d members its spec asks for", s.desired))
+	}
+}
+
+func setDegraded(s *scope) {
+	c := s.cluster
+	set := func(ok bool, reason, msg string) {
+		kube.Set(&c.Status.Conditions, c.Generation, etcdv1.ConditionDegraded, ok, reason, msg)
+	}
+	switch {
+	case !s.formed && c.Status.ClusterID == "":
+		set(false, etcdv1.ReasonBootstrapping, "The cluster is starting")
+		return
+	case !s.formed:
+		set(true, etcdv1.ReasonEtcdError, fmt.Sprintf("etcd does not answer: %v", s.etcdErr))
+		return
+	}
+	var sick []string
+	for _, ms := range c.Status.Members {
+		if !ms.Healthy {
+			sick = append(sick, ms.Name)
+		}
+	}
+	switch {
+	case len(sick) > 0:
+		set(true, etcdv1.ReasonMembersUnhealthy, fmt.Sprintf("Members %s do not answer; see kubectl describe etcdmember", strings.Join(sick, ", ")))
+	case s.etcdErr != nil:
+		set(true, etcdv1.ReasonEtcdError, s.etcdErr.Error())
+	default:
+		set(false, etcdv1.ReasonMembersHealthy, fmt.Sprintf("All %d members are healthy", len(c.Status.Members)))
+	}
+}
+
+// setRegistered says whether etcd knows the member, which lets the member
+// controller start its Pod.
+func setRegistered(s *scope, m *etcdv1.EtcdMember) {
+	set := func(ok bool, reason, msg string) {
+		kube.Set(&m.Status.Conditions, m.Generation, etcdv1.ConditionRegistered, ok, reason, msg)
+	}
+	initial := m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew
+	switch {
+	case initial && (m.Status.MemberID != "" || s.cluster.Status.ClusterID == ""):
+		set(true, etcdv1.ReasonInitialMember, "The member is one of the initial members of the cluster")
+	case m.Status.MemberID != "":
+		set(true, etcdv1.ReasonMemberAdded, fmt.Sprintf("etcd knows the member as %s", m.Status.MemberID))
+	default:
+		set(false, etcdv1.ReasonAwaitingAdd, "Waiting to be added to etcd as a learner")
+	}
+}

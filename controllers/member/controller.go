@@ -1,0 +1,35 @@
+package member
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "member"
+
+// Reconciler reconciles an EtcdMember into its Pod and PVC.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller: it runs on every change of an
+// EtcdMember and of the Pods and PVCs the member owns.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&etcdv1.EtcdMember{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Complete(r)
+}

@@ -1,0 +1,119 @@
+package member
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+// scope is what one reconcile of a member learns.
+type scope struct {
+	member *etcdv1.EtcdMember
+	base   *etcdv1.EtcdMember
+
+	registered bool
+	pvc        *corev1.PersistentVolumeClaim
+	pod        *corev1.Pod
+	// dataLost: the member's data is gone (its PVC vanished after it was
+	// created, or its tmpfs Pod went away); it must be replaced.
+	dataLost bool
+}
+
+// Reconcile keeps the member's PVC and Pod.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	m := &etcdv1.EtcdMember{}
+	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{member: m, base: m.DeepCopy(), registered: kube.IsTrue(m.Status.Conditions, etcdv1.ConditionRegistered, m.Generation)}
+	defer func() {
+		setReadyCondition(s)
+		retErr = errors.Join(retErr, kube.PatchStatus(ctx, r.Client, s.base, m))
+	}()
+	if !m.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	// 1. observe the PVC and the Pod; 2. create the PVC; 3. create the Pod.
+	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.ensurePod)
+}
+
+func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
+	m := s.member
+	pod := &corev1.Pod{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, pod); {
+	case err == nil:
+		s.pod = pod
+		m.Status.PodName = pod.Name
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", m.Name, err)
+	}
+	if !resources.UsesPVC(m) {
+		// A tmpfs member's data lives as long as its Pod.
+		s.dataLost = s.pod == nil && m.Status.PodName != ""
+		return ctrl.Result{}, nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: resources.PVCName(m.Name)}, pvc); {
+	case err == nil:
+		s.pvc = pvc
+		m.Status.PVCName = pvc.Name
+		s.dataLost = !pvc.DeletionTimestamp.IsZero()
+	case apierrors.IsNotFound(err):
+		s.dataLost = m.Status.PVCName != ""
+	default:
+		return ctrl.Result{}, fmt.Errorf("get pvc of %s: %w", m.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// ensurePVC creates the PVC at once, before the member is registered, so
+// that provisioning overlaps with the membership change.
+func (r *Reconciler) ensurePVC(ctx context.Context, s *scope) (ctrl.Result, error) {
+	m := s.member
+	if !resources.UsesPVC(m) || s.pvc != nil || s.dataLost {
+		return ctrl.Result{}, nil
+	}
+	pvc := resources.MemberPVC(m)
+	if err := controllerutil.SetControllerReference(m, pvc, r.Scheme()); err != nil {
+		return ctrl.Result{}, fmt.Errorf("own pvc of %s: %w", m.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Creating PVC", "pvc", pvc.Name)
+	if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("create pvc %s: %w", pvc.Name, err)
+	}
+	s.pvc = pvc
+	m.Status.PVCName = pvc.Name
+	objectsCreated.WithLabelValues("pvc").Inc()
+	return ctrl.Result{}, nil
+}
+
+// ensurePod creates the Pod of a registered member. A Pod that is still
+// terminating is waited for (its deletion wakes this controller up).
+func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, error) {
+	m := s.member
+	if !s.registered || s.dataLost || s.pod != nil {
+		return ctrl.Result{}, nil
+	}
+	pod := resources.MemberPod(m, m.Status.PodName == "")
+	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
+		return ctrl.Result{}, fmt.Errorf("own pod of %s: %w", m.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Creating Pod", "pod", pod.Name, "firstPod", m.Status.PodName == "")
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	s.pod = pod
+	m.Status.PodName = pod.Name
+	objectsCreated.WithLabelValues("pod").Inc()
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,64 @@
+package member
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
+)
+
+// setReadyCondition turns what the reconcile saw into the Ready condition.
+func setReadyCondition(s *scope) {
+	m := s.member
+	set := func(ok bool, reason, msg string) {
+		kube.Set(&m.Status.Conditions, m.Generation, etcdv1.ConditionReady, ok, reason, msg)
+	}
+	switch {
+	case s.dataLost:
+		set(false, etcdv1.ReasonDataLost, "The member's data volume is gone; the cluster controller replaces the member with a new one")
+	case !m.DeletionTimestamp.IsZero():
+		set(false, etcdv1.ReasonPodNotReady, "The member is being removed from the cluster")
+	case !s.registered:
+		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
+	case s.pod == nil:
+		set(false, etcdv1.ReasonPodPending, "The Pod is being created")
+	case podReady(s.pod):
+		set(true, etcdv1.ReasonPodReady, "etcd answers its readiness check")
+	case s.pod.Status.Phase == corev1.PodPending:
+		set(false, etcdv1.ReasonPodPending, fmt.Sprintf("Pod %s is %s", s.pod.Name, podWaitingReason(s.pod)))
+	default:
+		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s runs but etcd is not ready (%s); a learner stays not ready until it is promoted", s.pod.Name, podWaitingReason(s.pod)))
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	if !p.DeletionTimestamp.IsZero() {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podWaitingReason says in a few words why a Pod is not ready.
+func podWaitingReason(p *corev1.Pod) string {
+	if !p.DeletionTimestamp.IsZero() {
+		return "terminating"
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return w.Reason
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Reason != "" {
+			return c.Reason
+		}
+	}
+	return string(p.Status.Phase)
+}

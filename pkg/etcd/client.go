@@ -1,0 +1,87 @@
+// Package etcd is the small part of the etcd client the operator uses:
+// membership, per-member status and leadership transfer, behind an interface
+// with an in-memory fake for unit tests.
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Member is one etcd member as MemberList reports it.
+type Member struct {
+	ID         uint64
+	Name       string // empty until the member's etcd has started
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+}
+
+// Started reports whether the member's etcd has started and published itself.
+func (m Member) Started() bool { return m.Name != "" }
+
+// Status is what one member says of itself.
+type Status struct {
+	MemberID  uint64
+	Leader    uint64
+	Version   string
+	IsLearner bool
+	RaftIndex uint64
+	DBSize    int64
+	Errors    []string
+}
+
+// Client talks to one etcd cluster.
+type Client interface {
+	// MemberList returns the cluster ID and the members.
+	MemberList(ctx context.Context) (uint64, []Member, error)
+	// MemberAddAsLearner adds a learner with the given peer URL.
+	MemberAddAsLearner(ctx context.Context, peerURL string) (Member, error)
+	// MemberPromote makes a learner a voter.
+	MemberPromote(ctx context.Context, id uint64) error
+	// MemberRemove removes a member.
+	MemberRemove(ctx context.Context, id uint64) error
+	// MoveLeader asks the leader, reached at leaderEndpoint, to hand
+	// leadership to the member with the given ID.
+	MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error
+	// Status asks one member, at its client URL, for its status.
+	Status(ctx context.Context, endpoint string) (Status, error)
+}
+
+// Factory gives the client of one cluster, cached by key.
+type Factory interface {
+	// Get returns a client for the cluster key that talks to endpoints.
+	Get(ctx context.Context, key string, endpoints []string) (Client, error)
+	// Forget closes and drops the client of the cluster key.
+	Forget(key string)
+}
+
+// FormatID writes a member or cluster ID the way etcdctl does.
+func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// ParseID reads an ID written by FormatID.
+func ParseID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse etcd ID %q: %w", s, err)
+	}
+	return id, nil
+}
+
+// Errors the fake returns and the real client maps etcd's answers to, so that
+// callers can tell "not yet" from a failure.
+var (
+	// ErrNotYet: etcd refused a membership change for now (cluster not
+	// healthy long enough, learner not in sync, too many learners, no leader).
+	ErrNotYet = errors.New("etcd refused the change for now")
+	// ErrMemberNotFound: no member with that ID.
+	ErrMemberNotFound = errors.New("member not found")
+	// ErrNotLearner: promotion of a member that already votes.
+	ErrNotLearner = errors.New("member is not a learner")
+	// ErrPeerURLExists: a member with that peer URL is already there.
+	ErrPeerURLExists = errors.New("peer URL already exists")
+	// ErrUnreachable: no endpoint answered.
+	ErrUnreachable = errors.New("etcd unreachable")
+)

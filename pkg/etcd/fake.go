@@ -1,0 +1,331 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Fake is an in-memory etcd cluster for unit tests. It keeps etcd's rules
+// that matter to the operator: one learner at a time, no membership change
+// while a voter is down, promotion only of a learner in sync, and it lets a
+// test inject an error into the next calls of a method.
+type Fake struct {
+	mu      sync.Mutex
+	id      uint64
+	members []*fakeMember
+	leader  uint64
+	nextID  uint64
+	version string
+	fail    map[string][]error
+	calls   map[string]int
+}
+
+type fakeMember struct {
+	Member
+	healthy bool
+	inSync  bool
+}
+
+var _ Client = (*Fake)(nil)
+
+// NewFake returns an etcd cluster that has not formed yet.
+func NewFake() *Fake {
+	return &Fake{id: 0xc1a5, nextID: 0x1000, version: "3.6.16", fail: map[string][]error{}, calls: map[string]int{}}
+}
+
+// Bootstrap forms the cluster from started, healthy voters; the first leads.
+// Each member is given as name, peer URL and client URL.
+func (f *Fake) Bootstrap(members ...[3]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range members {
+		f.nextID++
+		f.members = append(f.members, &fakeMember{
+			Member:  Member{ID: f.nextID, Name: m[0], PeerURLs: []string{m[1]}, ClientURLs: []string{m[2]}},
+			healthy: true, inSync: true,
+		})
+	}
+	if len(f.members) > 0 && f.leader == 0 {
+		f.leader = f.members[0].ID
+	}
+}
+
+// Start makes the member with this peer URL start: it publishes its name
+// and client URL and answers. A learner is in sync at once unless inSync is false.
+func (f *Fake) Start(peerURL, name, clientURL string, inSync bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if slices.Contains(m.PeerURLs, peerURL) {
+			m.Name, m.ClientURLs, m.healthy, m.inSync = name, []string{clientURL}, true, inSync
+		}
+	}
+}
+
+// SetHealthy makes the named member answer or not.
+func (f *Fake) SetHealthy(name string, healthy bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			m.healthy = healthy
+		}
+	}
+}
+
+// SetInSync says whether the learner with this peer URL caught up.
+func (f *Fake) SetInSync(peerURL string, inSync bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if slices.Contains(m.PeerURLs, peerURL) {
+			m.inSync = inSync
+		}
+	}
+}
+
+// SetLeader makes the named member lead.
+func (f *Fake) SetLeader(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			f.leader = m.ID
+		}
+	}
+}
+
+// FailNext makes the next calls of method (a Client method name) return errs,
+// one per call.
+func (f *Fake) FailNext(method string, errs ...error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail[method] = append(f.fail[method], errs...)
+}
+
+// Calls returns how often method was called, failed calls included.
+func (f *Fake) Calls(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+// Members returns a copy of the members.
+func (f *Fake) Members() []Member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.list()
+}
+
+// Leader returns the leader's ID.
+func (f *Fake) Leader() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leader
+}
+
+func (f *Fake) list() []Member {
+	out := make([]Member, 0, len(f.members))
+	for _, m := range f.members {
+		c := m.Member
+		c.PeerURLs, c.ClientURLs = slices.Clone(m.PeerURLs), slices.Clone(m.ClientURLs)
+		out = append(out, c)
+	}
+	return out
+}
+
+// enter counts the call and pops an injected error; the caller holds no lock.
+func (f *Fake) enter(method string) error {
+	f.calls[method]++
+	if errs := f.fail[method]; len(errs) > 0 {
+		f.fail[method] = errs[1:]
+		return errs[0]
+	}
+	return nil
+}
+
+func (f *Fake) find(id uint64) *fakeMember {
+	for _, m := range f.members {
+		if m.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+func (f *Fake) allVotersHealthy() bool {
+	for _, m := range f.members {
+		if !m.IsLearner && !m.healthy {
+			return false
+		}
+	}
+	return true
+}
+
+// MemberList implements Client.
+func (f *Fake) MemberList(context.Context) (uint64, []Member, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("MemberList"); err != nil {
+		return 0, nil, err
+	}
+	if !f.quorum() {
+		return 0, nil, fmt.Errorf("%w: no quorum", ErrUnreachable)
+	}
+	return f.id, f.list(), nil
+}
+
+func (f *Fake) quorum() bool {
+	voters, healthy := 0, 0
+	for _, m := range f.members {
+		if !m.IsLearner {
+			voters++
+			if m.healthy {
+				healthy++
+			}
+		}
+	}
+	return voters > 0 && healthy > voters/2
+}
+
+// MemberAddAsLearner implements Client.
+func (f *Fake) MemberAddAsLearner(_ context.Context, peerURL string) (Member, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("MemberAddAsLearner"); err != nil {
+		return Member{}, err
+	}
+	for _, m := range f.members {
+		if slices.Contains(m.PeerURLs, peerURL) {
+			return Member{}, fmt.Errorf("%w: %s", ErrPeerURLExists, peerURL)
+		}
+		if m.IsLearner {
+			return Member{}, fmt.Errorf("%w: too many learner members in cluster", ErrNotYet)
+		}
+	}
+	if !f.allVotersHealthy() {
+		return Member{}, fmt.Errorf("%w: unhealthy cluster", ErrNotYet)
+	}
+	f.nextID++
+	m := &fakeMember{Member: Member{ID: f.nextID, PeerURLs: []string{peerURL}, IsLearner: true}}
+	f.members = append(f.members, m)
+	return m.Member, nil
+}
+
+// MemberPromote implements Client.
+func (f *Fake) MemberPromote(_ context.Context, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("MemberPromote"); err != nil {
+		return err
+	}
+	m := f.find(id)
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: %x", ErrMemberNotFound, id)
+	case !m.IsLearner:
+		return fmt.Errorf("%w: %x", ErrNotLearner, id)
+	case !m.healthy || !m.inSync:
+		return fmt.Errorf("%w: can only promote a learner member which is in sync with leader", ErrNotYet)
+	}
+	m.IsLearner = false
+	return nil
+}
+
+// MemberRemove implements Client.
+func (f *Fake) MemberRemove(_ context.Context, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("MemberRemove"); err != nil {
+		return err
+	}
+	i := slices.IndexFunc(f.members, func(m *fakeMember) bool { return m.ID == id })
+	if i < 0 {
+		return fmt.Errorf("%w: %x", ErrMemberNotFound, id)
+	}
+	f.members = slices.Delete(f.members, i, i+1)
+	if f.leader == id {
+		f.leader = 0
+		for _, m := range f.members {
+			if !m.IsLearner && m.healthy {
+				f.leader = m.ID
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// MoveLeader implements Client.
+func (f *Fake) MoveLeader(_ context.Context, leaderEndpoint string, to uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("MoveLeader"); err != nil {
+		return err
+	}
+	l := f.find(f.leader)
+	if l == nil || !slices.Contains(l.ClientURLs, leaderEndpoint) {
+		return fmt.Errorf("move leader: %s is not the leader", leaderEndpoint)
+	}
+	t := f.find(to)
+	if t == nil || t.IsLearner || !t.healthy {
+		return fmt.Errorf("move leader: %x cannot lead", to)
+	}
+	f.leader = to
+	return nil
+}
+
+// Status implements Client.
+func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("Status"); err != nil {
+		return Status{}, err
+	}
+	for _, m := range f.members {
+		if slices.Contains(m.ClientURLs, endpoint) {
+			if !m.healthy {
+				break
+			}
+			return Status{MemberID: m.ID, Leader: f.leader, Version: f.version, IsLearner: m.IsLearner, RaftIndex: 100}, nil
+		}
+	}
+	return Status{}, fmt.Errorf("%w: %s", ErrUnreachable, endpoint)
+}
+
+// FakeFactory hands out one Fake per cluster key.
+type FakeFactory struct {
+	mu       sync.Mutex
+	clusters map[string]*Fake
+}
+
+var _ Factory = (*FakeFactory)(nil)
+
+// NewFakeFactory returns a factory with no clusters.
+func NewFakeFactory() *FakeFactory { return &FakeFactory{clusters: map[string]*Fake{}} }
+
+// Cluster returns the fake of the cluster key, making it when needed.
+func (f *FakeFactory) Cluster(key string) *Fake {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.clusters[key]
+	if !ok {
+		c = NewFake()
+		f.clusters[key] = c
+	}
+	return c
+}
+
+// Get implements Factory.
+func (f *FakeFactory) Get(_ context.Context, key string, _ []string) (Client, error) {
+	return f.Cluster(key), nil
+}
+
+// Forget implements Factory.
+func (f *FakeFactory) Forget(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.clusters, key)
+}

@@ -1,0 +1,198 @@
+package resources
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+const (
+	dataVolume = "data"
+	dataMount  = "/var/lib/etcd"
+	// dataDir is a folder inside the volume: etcd wants to create it with
+	// mode 0700 itself, which it cannot do on a volume's root.
+	dataDir = dataMount + "/data"
+	// etcdUser runs etcd: the Pods pass the restricted Pod Security Standard.
+	etcdUser = 65532
+)
+
+// DefaultStorageSize is the size of a member volume when the spec has none.
+var DefaultStorageSize = resource.MustParse("1Gi")
+
+// EtcdArgs is etcd's command line for a member. Only the first Pod of an
+// initial member may bootstrap a new cluster: any later Pod of it joins the
+// cluster that exists by then.
+func EtcdArgs(m *etcdv1.EtcdMember, firstPod bool) []string {
+	state := "existing"
+	if firstPod && m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew {
+		state = "new"
+	}
+	args := []string{
+		"--name=" + m.Name,
+		"--data-dir=" + dataDir,
+		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", etcdv1.PeerPort),
+		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", etcdv1.ClientPort),
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", etcdv1.MetricsPort),
+		"--initial-advertise-peer-urls=" + m.Spec.PeerURL,
+		"--advertise-client-urls=" + m.Spec.ClientURL,
+		"--initial-cluster=" + m.Spec.InitialCluster,
+		"--initial-cluster-state=" + state,
+		"--initial-cluster-token=" + m.Spec.ClusterToken,
+	}
+	o := m.Spec.Options
+	add := func(flag string, v string) { args = append(args, "--"+flag+"="+v) }
+	if o.QuotaBackendBytes != nil {
+		add("quota-backend-bytes", strconv.FormatInt(*o.QuotaBackendBytes, 10))
+	}
+	if o.AutoCompactionMode != "" {
+		add("auto-compaction-mode", o.AutoCompactionMode)
+	}
+	if o.AutoCompactionRetention != "" {
+		add("auto-compaction-retention", o.AutoCompactionRetention)
+	}
+	if o.SnapshotCount != nil {
+		add("snapshot-count", strconv.FormatInt(*o.SnapshotCount, 10))
+	}
+	if o.HeartbeatIntervalMillis != nil {
+		add("heartbeat-interval", strconv.Itoa(int(*o.HeartbeatIntervalMillis)))
+	}
+	if o.ElectionTimeoutMillis != nil {
+		add("election-timeout", strconv.Itoa(int(*o.ElectionTimeoutMillis)))
+	}
+	if o.MaxRequestBytes != nil {
+		add("max-request-bytes", strconv.Itoa(int(*o.MaxRequestBytes)))
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.ExtraArgs)) {
+		add(k, o.ExtraArgs[k])
+	}
+	return args
+}
+
+// MemberPod is the Pod of a member. Its name and hostname are the member's
+// name, so the member's DNS name under the peer Service never changes.
+// firstPod is true when the member never had a Pod before.
+func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
+	t := m.Spec.PodTemplate
+	labels := maps.Clone(t.Metadata.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, MemberLabels(m.Spec.ClusterName, m.Name))
+
+	probe := func(path string, period, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("metrics")}},
+			PeriodSeconds:    period,
+			TimeoutSeconds:   5,
+			FailureThreshold: failures,
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        m.Name,
+			Namespace:   m.Namespace,
+			Labels:      labels,
+			Annotations: maps.Clone(t.Metadata.Annotations),
+		},
+		Spec: corev1.PodSpec{
+			Hostname:           m.Name,
+			Subdomain:          PeerServiceName(m.Spec.ClusterName),
+			RestartPolicy:      corev1.RestartPolicyAlways,
+			EnableServiceLinks: ptr.To(false),
+			// etcd needs no Kubernetes API access.
+			AutomountServiceAccountToken:  ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Affinity:                      t.Affinity,
+			Tolerations:                   t.Tolerations,
+			NodeSelector:                  t.NodeSelector,
+			TopologySpreadConstraints:     t.TopologySpreadConstraints,
+			PriorityClassName:             t.PriorityClassName,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](etcdUser),
+				RunAsGroup:     ptr.To[int64](etcdUser),
+				FSGroup:        ptr.To[int64](etcdUser),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:            "etcd",
+				Image:           m.Spec.Image,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:         []string{"/usr/local/bin/etcd"},
+				Args:            EtcdArgs(m, firstPod),
+				Ports: []corev1.ContainerPort{
+					{Name: "client", ContainerPort: etcdv1.ClientPort, Protocol: corev1.ProtocolTCP},
+					{Name: "peer", ContainerPort: etcdv1.PeerPort, Protocol: corev1.ProtocolTCP},
+					{Name: "metrics", ContainerPort: etcdv1.MetricsPort, Protocol: corev1.ProtocolTCP},
+				},
+				Resources:    m.Spec.Resources,
+				VolumeMounts: []corev1.VolumeMount{{Name: dataVolume, MountPath: dataMount}},
+				// A learner is never ready (etcd's readyz refuses learners), so
+				// clients of the client Service only reach voters.
+				ReadinessProbe: probe("/readyz", 1, 3),
+				// Generous: a member replaying a large WAL must not be killed.
+				LivenessProbe: probe("/livez", 10, 6),
+				StartupProbe:  probe("/livez", 2, 150),
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+			Volumes: []corev1.Volume{dataVolumeSource(m)},
+		},
+	}
+	return pod
+}
+
+func dataVolumeSource(m *etcdv1.EtcdMember) corev1.Volume {
+	if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+		return corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: storageSize(m.Spec.Storage),
+		}}}
+	}
+	return corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(m.Name)},
+	}}
+}
+
+func storageSize(s etcdv1.StorageSpec) *resource.Quantity {
+	if s.Size != nil {
+		q := s.Size.DeepCopy()
+		return &q
+	}
+	q := DefaultStorageSize.DeepCopy()
+	return &q
+}
+
+// UsesPVC reports whether the member keeps its data on a PVC.
+func UsesPVC(m *etcdv1.EtcdMember) bool {
+	return m.Spec.Storage.Medium != etcdv1.StorageMediumMemory
+}
+
+// MemberPVC is the data volume claim of a member.
+func MemberPVC(m *etcdv1.EtcdMember) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      PVCName(m.Name),
+			Namespace: m.Namespace,
+			Labels:    MemberLabels(m.Spec.ClusterName, m.Name),
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: m.Spec.Storage.StorageClassName,
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: *storageSize(m.Spec.Storage)},
+			},
+		},
+	}
+}

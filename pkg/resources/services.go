@@ -1,0 +1,63 @@
+package resources
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+func ports(names ...string) []corev1.ServicePort {
+	all := map[string]int32{"client": etcdv1.ClientPort, "peer": etcdv1.PeerPort, "metrics": etcdv1.MetricsPort}
+	out := make([]corev1.ServicePort, 0, len(names))
+	for _, n := range names {
+		out = append(out, corev1.ServicePort{Name: n, Port: all[n], TargetPort: intstr.FromString(n), Protocol: corev1.ProtocolTCP})
+	}
+	return out
+}
+
+// PeerService is the headless Service behind the members' DNS names. It
+// publishes members before they are ready: peers must find each other to
+// become ready at all.
+func PeerService(c *etcdv1.EtcdCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: PeerServiceName(c.Name), Namespace: c.Namespace, Labels: ClusterLabels(c.Name)},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 ClusterLabels(c.Name),
+			Ports:                    ports("client", "peer"),
+		},
+	}
+}
+
+// ClientService load-balances clients over the ready members.
+func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: ClientServiceName(c.Name), Namespace: c.Namespace, Labels: ClusterLabels(c.Name)},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: ClusterLabels(c.Name),
+			Ports:    ports("client", "metrics"),
+		},
+	}
+}
+
+// PDB lets voluntary disruptions take down at most as many members as keep
+// a quorum of the desired size.
+func PDB(c *etcdv1.EtcdCluster) *policyv1.PodDisruptionBudget {
+	replicas := int32(1)
+	if c.Spec.Replicas != nil {
+		replicas = *c.Spec.Replicas
+	}
+	quorum := intstr.FromInt32(replicas/2 + 1)
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: PDBName(c.Name), Namespace: c.Namespace, Labels: ClusterLabels(c.Name)},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &quorum,
+			Selector:     &metav1.LabelSelector{MatchLabels: ClusterLabels(c.Name)},
+		},
+	}
+}
