@@ -8,6 +8,8 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 IMG ?= raftsman:dev
 
 -include hack/cluster/cluster.mk
+KUBE_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$KUBE_VERSION')
+KUBECTL := $(CURDIR)/_output/bin/kubernetes-$(KUBE_VERSION)/kubectl
 
 .PHONY: all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet
 
@@ -25,7 +27,10 @@ manifests: $(CONTROLLER_GEN) ## CRDs and RBAC
 	$(CONTROLLER_GEN) crd rbac:roleName=raftsman-manager paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
-dist: manifests ## one file that installs everything
+$(KUBECTL):
+	bash hack/cluster/build.sh kubernetes
+
+dist: manifests $(KUBECTL) ## one file that installs everything
 	mkdir -p dist
 	$(KUBECTL) kustomize config/default > dist/install.yaml
 

@@ -295,7 +295,6 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{}, err
 		}
 	}
-	s.progress, s.progressMsg = etcdv1.ReasonBootstrapping, fmt.Sprintf("Starting %d initial members together", len(strings.Split(initial, ",")))
 	return ctrl.Result{}, nil
 }
 

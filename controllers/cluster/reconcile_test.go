@@ -1,0 +1,604 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+)
+
+// env is one cluster under test: a fake API server, a fake etcd, and the
+// reconciler. The test plays the member controller and the etcd processes.
+type env struct {
+	t    *testing.T
+	c    client.Client
+	r    *Reconciler
+	etcd *etcd.FakeFactory
+	rec  *events.FakeRecorder
+	key  types.NamespacedName
+}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcdv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newEnv(t *testing.T, replicas int32, funcs interceptor.Funcs) *env {
+	t.Helper()
+	c := &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: "uid-1", Generation: 1},
+		Spec:       etcdv1.EtcdClusterSpec{Replicas: ptr.To(replicas), Version: "3.6.16"},
+	}
+	cl := fake.NewClientBuilder().WithScheme(testScheme(t)).
+		WithObjects(c).
+		WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).
+		WithInterceptorFuncs(funcs).
+		Build()
+	ef := etcd.NewFakeFactory()
+	rec := events.NewFakeRecorder(100)
+	opts := DefaultOptions()
+	opts.RetryInterval = 100 * time.Millisecond
+	return &env{t: t, c: cl, etcd: ef, rec: rec, key: client.ObjectKeyFromObject(c),
+		r: &Reconciler{Client: cl, Recorder: rec, Etcd: ef, Options: opts}}
+}
+
+func (e *env) reconcile() (ctrl.Result, error) {
+	e.t.Helper()
+	return e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: e.key})
+}
+
+func (e *env) mustReconcile() ctrl.Result {
+	e.t.Helper()
+	res, err := e.reconcile()
+	if err != nil {
+		e.t.Fatalf("reconcile: %v", err)
+	}
+	return res
+}
+
+func (e *env) fake() *etcd.Fake { return e.etcd.Cluster(e.key.String()) }
+
+func (e *env) cluster() *etcdv1.EtcdCluster {
+	e.t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	if err := e.c.Get(context.Background(), e.key, c); err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+func (e *env) members() []etcdv1.EtcdMember {
+	e.t.Helper()
+	l := &etcdv1.EtcdMemberList{}
+	if err := e.c.List(context.Background(), l, client.InNamespace("ns")); err != nil {
+		e.t.Fatal(err)
+	}
+	return l.Items
+}
+
+func (e *env) member(name string) *etcdv1.EtcdMember {
+	e.t.Helper()
+	m := &etcdv1.EtcdMember{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, m); err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+func (e *env) setReplicas(n int32) {
+	e.t.Helper()
+	c := e.cluster()
+	c.Spec.Replicas = ptr.To(n)
+	c.Generation++
+	if err := e.c.Update(context.Background(), c); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// formed bootstraps the fake etcd from the initial members and reconciles.
+func (e *env) formed() {
+	e.t.Helper()
+	e.mustReconcile()
+	var ms [][3]string
+	for _, m := range e.members() {
+		ms = append(ms, [3]string{m.Name, m.Spec.PeerURL, m.Spec.ClientURL})
+	}
+	e.fake().Bootstrap(ms...)
+	e.mustReconcile()
+}
+
+// converge reconciles, starting each added learner like its Pod would, until
+// nothing is left to do or the pass limit is hit.
+func (e *env) converge(passes int) {
+	e.t.Helper()
+	for range passes {
+		res := e.mustReconcile()
+		for _, m := range e.members() {
+			for _, em := range e.fake().Members() {
+				if slices.Contains(em.PeerURLs, m.Spec.PeerURL) && !em.Started() {
+					e.fake().Start(m.Spec.PeerURL, m.Name, m.Spec.ClientURL, true)
+				}
+			}
+		}
+		if res.RequeueAfter == e.r.Options.HealthInterval {
+			return
+		}
+	}
+	e.t.Fatalf("no convergence after %d passes; progressing: %+v", passes, meta.FindStatusCondition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing))
+}
+
+func condition(conds []metav1.Condition, t string) metav1.Condition {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func (e *env) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.rec.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+func TestBootstrapCreatesInitialMembersAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	e.mustReconcile()
+
+	ms := e.members()
+	if len(ms) != 3 {
+		t.Fatalf("members = %d, want 3", len(ms))
+	}
+	for _, m := range ms {
+		if m.Spec.InitialClusterState != etcdv1.InitialClusterStateNew {
+			t.Errorf("%s: state %s, want New", m.Name, m.Spec.InitialClusterState)
+		}
+		if m.Spec.InitialCluster != ms[0].Spec.InitialCluster || strings.Count(m.Spec.InitialCluster, "=") != 3 {
+			t.Errorf("%s: initial cluster %q differs or is incomplete", m.Name, m.Spec.InitialCluster)
+		}
+		if m.Spec.ClusterToken != "uid-1" {
+			t.Errorf("%s: token %q, want the cluster UID", m.Name, m.Spec.ClusterToken)
+		}
+		if c := condition(m.Status.Conditions, etcdv1.ConditionRegistered); c.Status != metav1.ConditionTrue || c.Reason != etcdv1.ReasonInitialMember {
+			t.Errorf("%s: Registered = %+v", m.Name, c)
+		}
+		if !slices.Contains(m.Finalizers, etcdv1.MemberFinalizer) {
+			t.Errorf("%s: no membership finalizer", m.Name)
+		}
+	}
+	for _, name := range []string{"demo", "demo-peer"} {
+		if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.Service{}); err != nil {
+			t.Errorf("service %s: %v", name, err)
+		}
+	}
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "demo"}, pdb); err != nil || pdb.Spec.MinAvailable.IntValue() != 2 {
+		t.Errorf("pdb: %v %+v", err, pdb.Spec.MinAvailable)
+	}
+	c := e.cluster()
+	if a := condition(c.Status.Conditions, etcdv1.ConditionAvailable); a.Status != metav1.ConditionFalse || a.Reason != etcdv1.ReasonBootstrapping {
+		t.Errorf("Available = %+v, want False Bootstrapping", a)
+	}
+
+	// The Pods start: etcd forms, and the operator records the IDs.
+	e.formed()
+	c = e.cluster()
+	if c.Status.ClusterID == "" || c.Status.ReadyReplicas != 3 || len(c.Status.Members) != 3 {
+		t.Fatalf("status after formation: %+v", c.Status)
+	}
+	for _, cond := range []struct{ t, status, reason string }{
+		{etcdv1.ConditionAvailable, "True", etcdv1.ReasonQuorumHealthy},
+		{etcdv1.ConditionProgressing, "False", etcdv1.ReasonConverged},
+		{etcdv1.ConditionDegraded, "False", etcdv1.ReasonMembersHealthy},
+	} {
+		if got := condition(c.Status.Conditions, cond.t); string(got.Status) != cond.status || got.Reason != cond.reason || got.ObservedGeneration != c.Generation {
+			t.Errorf("%s = %+v, want %s %s", cond.t, got, cond.status, cond.reason)
+		}
+	}
+	for _, m := range e.members() {
+		if m.Status.MemberID == "" || m.Status.Role != etcdv1.RoleVoter {
+			t.Errorf("%s: id %q role %q", m.Name, m.Status.MemberID, m.Status.Role)
+		}
+	}
+	if n := e.fake().Calls("MemberAddAsLearner"); n != 0 {
+		t.Errorf("bootstrap called MemberAddAsLearner %d times", n)
+	}
+	if evs := e.events(); !slices.ContainsFunc(evs, func(s string) bool { return strings.Contains(s, "Bootstrapped") }) {
+		t.Errorf("no Bootstrapped event in %v", evs)
+	}
+}
+
+func TestBootstrapResumesAfterCrash(t *testing.T) {
+	t.Parallel()
+	// The second member create fails, as if the operator died there.
+	creates := 0
+	e := newEnv(t, 3, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*etcdv1.EtcdMember); ok {
+			creates++
+			if creates == 2 {
+				return errors.New("connection refused")
+			}
+		}
+		return c.Create(ctx, obj, opts...)
+	}})
+	if _, err := e.reconcile(); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("reconcile error = %v, want the injected one", err)
+	}
+	first := e.members()
+	if len(first) != 1 {
+		t.Fatalf("members after crash = %d, want 1", len(first))
+	}
+	e.mustReconcile()
+	ms := e.members()
+	if len(ms) != 3 {
+		t.Fatalf("members = %d, want 3", len(ms))
+	}
+	for _, m := range ms {
+		if m.Spec.InitialCluster != first[0].Spec.InitialCluster {
+			t.Errorf("%s joined another initial cluster: %q vs %q", m.Name, m.Spec.InitialCluster, first[0].Spec.InitialCluster)
+		}
+		if !strings.Contains(first[0].Spec.InitialCluster, m.Name+"=") {
+			t.Errorf("%s is not in the initial cluster %q", m.Name, first[0].Spec.InitialCluster)
+		}
+	}
+}
+
+func TestScaleUpAddsLearnersOneAtATime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1, interceptor.Funcs{})
+	e.formed()
+	e.setReplicas(3)
+
+	e.mustReconcile()
+	ms := e.members()
+	if len(ms) != 2 {
+		t.Fatalf("members = %d, want 2 (one added at a time)", len(ms))
+	}
+	var added *etcdv1.EtcdMember
+	for i := range ms {
+		if ms[i].Spec.InitialClusterState == etcdv1.InitialClusterStateExisting {
+			added = &ms[i]
+		}
+	}
+	if added == nil || added.Status.Role != etcdv1.RoleLearner || added.Status.MemberID == "" {
+		t.Fatalf("added member = %+v", added)
+	}
+	if c := condition(added.Status.Conditions, etcdv1.ConditionRegistered); c.Status != metav1.ConditionTrue || c.Reason != etcdv1.ReasonMemberAdded {
+		t.Errorf("Registered = %+v", c)
+	}
+	if strings.Count(added.Spec.InitialCluster, "=") != 2 {
+		t.Errorf("initial cluster of the new member = %q, want the voter and itself", added.Spec.InitialCluster)
+	}
+	// Its Pod has not started: no promotion, no second member.
+	e.mustReconcile()
+	if n := e.fake().Calls("MemberPromote"); n != 0 {
+		t.Errorf("promote called %d times before the learner started", n)
+	}
+	if len(e.members()) != 2 {
+		t.Errorf("a second member was created while a learner is pending")
+	}
+
+	e.converge(20)
+	if n := e.fake().Calls("MemberAddAsLearner"); n != 2 {
+		t.Errorf("MemberAddAsLearner calls = %d, want 2", n)
+	}
+	for _, em := range e.fake().Members() {
+		if em.IsLearner {
+			t.Errorf("member %s is still a learner", em.Name)
+		}
+	}
+	c := e.cluster()
+	if c.Status.ReadyReplicas != 3 || condition(c.Status.Conditions, etcdv1.ConditionProgressing).Reason != etcdv1.ReasonConverged {
+		t.Errorf("status = %+v", c.Status)
+	}
+	evs := strings.Join(e.events(), "\n")
+	if strings.Count(evs, "MemberAdded") != 2 || strings.Count(evs, "MemberPromoted") != 2 {
+		t.Errorf("events = %s", evs)
+	}
+}
+
+func TestCrashAfterMemberAddIsAdoptedNotRepeated(t *testing.T) {
+	t.Parallel()
+	// The status write after MemberAddAsLearner fails, as if the operator
+	// died between the etcd call and recording it.
+	failStatus := false
+	e := newEnv(t, 1, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+		if failStatus {
+			return errors.New("operator killed")
+		}
+		return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+	}})
+	e.formed()
+	e.setReplicas(2)
+	failStatus = true
+	if _, err := e.reconcile(); err == nil {
+		t.Fatal("want the injected status error")
+	}
+	failStatus = false
+	if n := e.fake().Calls("MemberAddAsLearner"); n != 1 {
+		t.Fatalf("MemberAddAsLearner calls = %d, want 1", n)
+	}
+	e.mustReconcile()
+	if n := e.fake().Calls("MemberAddAsLearner"); n != 1 {
+		t.Errorf("MemberAddAsLearner repeated after the crash: %d calls", n)
+	}
+	for _, m := range e.members() {
+		if m.Status.MemberID == "" {
+			t.Errorf("%s: member ID not adopted from etcd", m.Name)
+		}
+	}
+	e.converge(20)
+	if got := len(e.fake().Members()); got != 2 {
+		t.Errorf("etcd members = %d, want 2", got)
+	}
+}
+
+func TestNotYetIsRetriedWithReason(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1, interceptor.Funcs{})
+	e.formed()
+	e.setReplicas(2)
+	e.fake().FailNext("MemberAddAsLearner", etcd.ErrNotYet)
+	res, err := e.reconcile()
+	if err != nil {
+		t.Fatalf("not-yet must not be an error: %v", err)
+	}
+	if res.RequeueAfter != e.r.Options.RetryInterval {
+		t.Errorf("requeue = %v, want the retry interval", res.RequeueAfter)
+	}
+	if p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Status != metav1.ConditionTrue || p.Reason != etcdv1.ReasonWaitingForHealth {
+		t.Errorf("Progressing = %+v, want True WaitingForClusterHealth", p)
+	}
+
+	// A learner behind the leader is promoted only once it caught up.
+	e.mustReconcile()
+	var learner etcdv1.EtcdMember
+	for _, m := range e.members() {
+		if m.Status.Role == etcdv1.RoleLearner {
+			learner = m
+		}
+	}
+	e.fake().Start(learner.Spec.PeerURL, learner.Name, learner.Spec.ClientURL, false)
+	res = e.mustReconcile()
+	if res.RequeueAfter != e.r.Options.RetryInterval {
+		t.Errorf("requeue = %v, want the retry interval", res.RequeueAfter)
+	}
+	if p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Reason != etcdv1.ReasonPromotingLearner {
+		t.Errorf("Progressing = %+v, want PromotingLearner", p)
+	}
+	e.fake().SetInSync(learner.Spec.PeerURL, true)
+	e.converge(10)
+	if e.member(learner.Name).Status.Role != etcdv1.RoleVoter {
+		t.Errorf("learner not promoted")
+	}
+}
+
+func TestScaleDownPicksVictimAndKeepsQuorum(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		from, to  int32
+		unhealthy int // index of an unhealthy member, -1 for none
+		leader    int // index of the leader
+		wantGone  int // index of the member removed, -1 for none
+		wantCond  string
+	}{
+		{name: "follower goes, not the leader", from: 3, to: 2, unhealthy: -1, leader: 2, wantGone: 1, wantCond: etcdv1.ReasonConverged},
+		{name: "unhealthy member goes first", from: 3, to: 2, unhealthy: 0, leader: 1, wantGone: 0, wantCond: etcdv1.ReasonConverged},
+		{name: "leader moves away when it must go", from: 2, to: 1, unhealthy: -1, leader: 1, wantGone: 1, wantCond: etcdv1.ReasonConverged},
+		{name: "never below quorum of healthy voters", from: 5, to: 4, unhealthy: -1, leader: 0, wantGone: 4, wantCond: etcdv1.ReasonConverged},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, tt.from, interceptor.Funcs{})
+			e.formed()
+			ms := e.members()
+			slices.SortFunc(ms, func(a, b etcdv1.EtcdMember) int { return strings.Compare(a.Name, b.Name) })
+			if tt.unhealthy >= 0 {
+				e.fake().SetHealthy(ms[tt.unhealthy].Name, false)
+			}
+			e.fake().SetLeader(ms[tt.leader].Name)
+			// The newest member is the natural victim among equals; make
+			// the expected order deterministic by name.
+			e.setReplicas(tt.to)
+			e.converge(20)
+			left := map[string]bool{}
+			for _, em := range e.fake().Members() {
+				left[em.Name] = true
+			}
+			if len(left) != int(tt.to) {
+				t.Fatalf("etcd members = %v, want %d", left, tt.to)
+			}
+			if tt.unhealthy >= 0 && left[ms[tt.unhealthy].Name] {
+				t.Errorf("unhealthy member %s kept while a healthy one went", ms[tt.unhealthy].Name)
+			}
+			if tt.unhealthy < 0 && tt.to > 1 && !left[ms[tt.leader].Name] {
+				t.Errorf("the leader %s was removed while followers could go", ms[tt.leader].Name)
+			}
+			if len(e.members()) != int(tt.to) {
+				t.Errorf("EtcdMembers = %d, want %d", len(e.members()), tt.to)
+			}
+			if c := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); c.Reason != tt.wantCond {
+				t.Errorf("Progressing = %+v", c)
+			}
+			if !strings.Contains(strings.Join(e.events(), "\n"), "MemberRemoved") {
+				t.Errorf("no MemberRemoved event")
+			}
+		})
+	}
+}
+
+func TestRemovalRefusedWithoutHealthyQuorum(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	e.formed()
+	ms := e.members()
+	// One member is down and someone deletes the EtcdMember of a healthy
+	// one: removing it would leave one healthy voter of two.
+	e.fake().SetHealthy(ms[0].Name, false)
+	if err := e.c.Delete(context.Background(), &ms[1]); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		e.mustReconcile()
+	}
+	if n := e.fake().Calls("MemberRemove"); n != 0 {
+		t.Errorf("MemberRemove called %d times while it would leave no healthy quorum", n)
+	}
+	if p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Reason != etcdv1.ReasonQuorumAtRisk {
+		t.Errorf("Progressing = %+v, want QuorumAtRisk", p)
+	}
+	if !slices.Contains(e.member(ms[1].Name).Finalizers, etcdv1.MemberFinalizer) {
+		t.Errorf("the member was released before leaving etcd")
+	}
+	// Once the other member is back, the removal goes through.
+	e.fake().SetHealthy(ms[0].Name, true)
+	e.converge(10)
+	if n := e.fake().Calls("MemberRemove"); n != 1 {
+		t.Errorf("MemberRemove calls = %d, want 1", n)
+	}
+	if got := len(e.fake().Members()); got != 3 {
+		t.Errorf("etcd members = %d, want 3 after the replacement", got)
+	}
+}
+
+func TestLostMemberIsReplaced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	e.formed()
+	lost := e.members()[1]
+	lost.Status.Conditions = append(lost.Status.Conditions, metav1.Condition{
+		Type: etcdv1.ConditionReady, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonDataLost,
+		ObservedGeneration: lost.Generation, LastTransitionTime: metav1.Now(),
+	})
+	if err := e.c.Status().Update(context.Background(), &lost); err != nil {
+		t.Fatal(err)
+	}
+	e.converge(30)
+	names := []string{}
+	for _, m := range e.members() {
+		names = append(names, m.Name)
+	}
+	if slices.Contains(names, lost.Name) || len(names) != 3 {
+		t.Errorf("members = %v, want 3 without %s", names, lost.Name)
+	}
+	for _, em := range e.fake().Members() {
+		if em.Name == lost.Name {
+			t.Errorf("lost member still in etcd")
+		}
+	}
+	if n := e.fake().Calls("MemberAddAsLearner"); n != 1 {
+		t.Errorf("MemberAddAsLearner calls = %d, want 1", n)
+	}
+}
+
+func TestRemovalAfterCrashIsIdempotent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	e.formed()
+	m := e.members()[2]
+	// The operator removed the member from etcd and died before releasing it.
+	id, _ := etcd.ParseID(m.Status.MemberID)
+	if err := e.fake().MemberRemove(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	e.setReplicas(2)
+	if err := e.c.Delete(context.Background(), &m); err != nil {
+		t.Fatal(err)
+	}
+	e.converge(10)
+	if got := len(e.members()); got != 2 {
+		t.Errorf("EtcdMembers = %d, want 2", got)
+	}
+	if got := len(e.fake().Members()); got != 2 {
+		t.Errorf("etcd members = %d, want 2", got)
+	}
+}
+
+func TestIdleClusterWritesNothing(t *testing.T) {
+	t.Parallel()
+	writes := 0
+	count := func() { writes++ }
+	e := newEnv(t, 3, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			count()
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			count()
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			count()
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			count()
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	e.formed()
+	e.converge(5)
+	writes = 0
+	for range 5 {
+		if res := e.mustReconcile(); res.RequeueAfter != e.r.Options.HealthInterval {
+			t.Fatalf("idle cluster requeue = %v, want the health interval", res.RequeueAfter)
+		}
+	}
+	if writes != 0 {
+		t.Errorf("idle healthy cluster made %d API writes, want 0", writes)
+	}
+}
+
+func TestDeleteReleasesMembers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	e.formed()
+	if err := e.c.Delete(context.Background(), e.cluster()); err != nil {
+		t.Fatal(err)
+	}
+	e.mustReconcile()
+	for _, m := range e.members() {
+		if slices.Contains(m.Finalizers, etcdv1.MemberFinalizer) {
+			t.Errorf("%s keeps its finalizer", m.Name)
+		}
+	}
+	if err := e.c.Get(context.Background(), e.key, &etcdv1.EtcdCluster{}); err == nil {
+		t.Errorf("cluster still exists after its finalizer should be gone")
+	}
+	if n := e.fake().Calls("MemberRemove"); n != 0 {
+		t.Errorf("deleting the whole cluster called MemberRemove %d times", n)
+	}
+}

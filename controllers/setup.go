@@ -1,0 +1,44 @@
+// Package controllers wires Raftsman's controllers into a manager.
+package controllers
+
+import (
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/raftsman/raftsman/controllers/cluster"
+	"github.com/raftsman/raftsman/controllers/member"
+	"github.com/raftsman/raftsman/pkg/etcd"
+)
+
+// Options configure every controller.
+type Options struct {
+	Cluster cluster.Options
+	// Etcd makes the etcd clients; a fake in tests.
+	Etcd etcd.Factory
+}
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Setup adds every controller to the manager.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if opts.Etcd == nil {
+		opts.Etcd = etcd.NewClientFactory()
+	}
+	if err := (&cluster.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
+		Etcd:     opts.Etcd,
+		Options:  opts.Cluster,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the cluster controller: %w", err)
+	}
+	if err := (&member.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("raftsman-" + member.ControllerName),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the member controller: %w", err)
+	}
+	return nil
+}
