@@ -7,7 +7,7 @@ import (
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storage) || !has(self.storage) || (has(self.storage.medium) ? self.storage.medium : ”) == (has(oldSelf.storage.medium) ? oldSelf.storage.medium : ”)",message="spec.storage.medium cannot change once the cluster exists: create a new cluster and move the data with a backup"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storage) || !has(self.storage) || (has(self.storage.medium) && self.storage.medium == 'Memory') == (has(oldSelf.storage.medium) && oldSelf.storage.medium == 'Memory')",message="spec.storage.medium cannot change once the cluster exists: create a new cluster and move the data with a backup"
 type EtcdClusterSpec struct {
 	// Replicas is the number of etcd members. Odd numbers tolerate the most
 	// failures for their size; an even number is allowed and the status warns.
