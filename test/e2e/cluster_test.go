@@ -1,0 +1,391 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+func newCluster(ns, name string, replicas int32) *etcdv1.EtcdCluster {
+	return &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: etcdv1.EtcdClusterSpec{
+			Replicas: ptr.To(replicas),
+			Version:  etcdVersion,
+			Storage:  etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("128Mi"))},
+		},
+	}
+}
+
+// waitConverged waits until the cluster is Available with exactly n healthy
+// voters, no learner, nothing in progress, for its current generation.
+func waitConverged(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, n int32, timeout time.Duration) *etcdv1.EtcdCluster {
+	t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	waitFor(ctx, t, timeout, fmt.Sprintf("%s to have %d healthy voters", key.Name, n), func() (bool, error) {
+		if err := k.c.Get(ctx, key, c); err != nil {
+			return false, err
+		}
+		a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+		if a == nil || p == nil || a.Status != metav1.ConditionTrue || p.Status != metav1.ConditionFalse ||
+			a.ObservedGeneration != c.Generation || p.ObservedGeneration != c.Generation {
+			return false, fmt.Errorf("conditions %v", c.Status.Conditions)
+		}
+		if c.Status.ReadyReplicas != n || len(c.Status.Members) != int(n) {
+			return false, fmt.Errorf("ready %d members %d", c.Status.ReadyReplicas, len(c.Status.Members))
+		}
+		for _, m := range c.Status.Members {
+			if m.Role != etcdv1.RoleVoter || !m.Healthy {
+				return false, fmt.Errorf("member %+v", m)
+			}
+		}
+		return true, nil
+	})
+	return c
+}
+
+// etcdClient connects to the cluster's client Service.
+func etcdClient(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey) *clientv3.Client {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := k.c.Get(ctx, key, svc); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, etcdv1.ClientPort)},
+		DialTimeout: 3 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// memberIDs lists etcd's members as name -> ID, failing on a learner.
+func memberIDs(ctx context.Context, t *testing.T, cli *clientv3.Client) map[string]uint64 {
+	t.Helper()
+	var resp *clientv3.MemberListResponse
+	waitFor(ctx, t, 30*time.Second, "member list", func() (bool, error) {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		var err error
+		resp, err = cli.MemberList(c)
+		return err == nil, err
+	})
+	ids := map[string]uint64{}
+	for _, m := range resp.Members {
+		if m.IsLearner {
+			t.Errorf("member %s (%x) is still a learner", m.Name, m.ID)
+		}
+		ids[m.Name] = m.ID
+	}
+	return ids
+}
+
+// writer puts keys all the time and remembers each write etcd acknowledged.
+type writer struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	acked  []string
+	failed int
+}
+
+func startWriter(ctx context.Context, cli *clientv3.Client, prefix string) *writer {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &writer{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for i := 0; ctx.Err() == nil; i++ {
+			key := fmt.Sprintf("%s%07d", prefix, i)
+			c, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := cli.Put(c, key, key)
+			cancel()
+			w.mu.Lock()
+			if err == nil {
+				w.acked = append(w.acked, key)
+			} else if ctx.Err() == nil {
+				w.failed++
+			}
+			w.mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func (w *writer) stop() ([]string, int) {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.acked), w.failed
+}
+
+// checkKeys reads back every acknowledged key with a linearizable read.
+func checkKeys(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix string, acked []string) {
+	t.Helper()
+	var resp *clientv3.GetResponse
+	waitFor(ctx, t, 30*time.Second, "read back", func() (bool, error) {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		var err error
+		resp, err = cli.Get(c, prefix, clientv3.WithPrefix())
+		return err == nil, err
+	})
+	have := map[string]string{}
+	for _, kv := range resp.Kvs {
+		have[string(kv.Key)] = string(kv.Value)
+	}
+	lost := 0
+	for _, key := range acked {
+		if have[key] != key {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Fatalf("%d of %d acknowledged writes are missing", lost, len(acked))
+	}
+	t.Logf("all %d acknowledged writes read back", len(acked))
+}
+
+func setReplicas(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, n int32) {
+	t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	if err := k.c.Get(ctx, key, c); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Replicas = ptr.To(n)
+	if err := k.c.Patch(ctx, c, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubectl runs the cluster's kubectl, the one built with the local cluster
+// when there is one.
+func kubectl(ctx context.Context, cfg *envconf.Config, args ...string) (string, error) {
+	bin := "kubectl"
+	if m, _ := filepath.Glob(filepath.Join(repoRoot, "_output/bin/kubernetes-*/kubectl")); len(m) > 0 {
+		bin = m[0]
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", cfg.KubeconfigFile()}, args...)...)
+	cmd.Env = os.Environ()
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func TestScaleWhileWriting(t *testing.T) {
+	f := features.New("scale").
+		Assess("3 -> 5 -> 3 -> 1 -> 3 with a client writing throughout loses no acknowledged write", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			ns := namespaceOf(ctx)
+			c := newCluster(ns, "scale", 3)
+			key := client.ObjectKeyFromObject(c)
+			start := time.Now()
+			if err := k.c.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
+			t.Logf("3 members Available %.1fs after create", time.Since(start).Seconds())
+
+			cli := etcdClient(ctx, t, k, key)
+			w := startWriter(ctx, cli, "scale/")
+			for _, n := range []int32{5, 3, 1} {
+				step := time.Now()
+				setReplicas(ctx, t, k, key, n)
+				waitConverged(ctx, t, k, key, n, 3*time.Minute)
+				if ids := memberIDs(ctx, t, cli); len(ids) != int(n) {
+					t.Fatalf("etcd lists %d members, want %d: %v", len(ids), n, ids)
+				}
+				t.Logf("scaled to %d in %.1fs", n, time.Since(step).Seconds())
+			}
+			step := time.Now()
+			if out, err := kubectl(ctx, cfg, "-n", ns, "scale", "etcdcluster/scale", "--replicas=3"); err != nil {
+				t.Fatalf("kubectl scale: %v: %s", err, out)
+			}
+			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
+			t.Logf("kubectl scale to 3 converged in %.1fs", time.Since(step).Seconds())
+			acked, failed := w.stop()
+			t.Logf("writer: %d acknowledged, %d failed and retried", len(acked), failed)
+			checkKeys(ctx, t, cli, "scale/", acked)
+
+			members := &etcdv1.EtcdMemberList{}
+			if err := k.c.List(ctx, members, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			ids := memberIDs(ctx, t, cli)
+			if len(members.Items) != 3 || len(ids) != 3 {
+				t.Fatalf("EtcdMembers %d, etcd members %d, want 3 and 3", len(members.Items), len(ids))
+			}
+			for _, m := range members.Items {
+				if id, ok := ids[m.Name]; !ok || fmt.Sprintf("%x", id) != m.Status.MemberID {
+					t.Errorf("EtcdMember %s (id %s) does not match etcd %v", m.Name, m.Status.MemberID, ids)
+				}
+			}
+			evs, err := k.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[string]int{}
+			for _, e := range evs.Items {
+				count[e.Reason]++
+			}
+			// 3->5 and 1->3 add four members; 5->3 and 3->1 remove four.
+			if count["MemberAdded"] < 4 || count["MemberPromoted"] < 4 || count["MemberRemoved"] < 4 {
+				t.Errorf("events by reason = %v, want at least 4 MemberAdded, MemberPromoted and MemberRemoved", count)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func TestMemberPodComesBackWithItsIdentity(t *testing.T) {
+	f := features.New("pod recovery").
+		Assess("a deleted member Pod returns with the same member ID and data", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			ns := namespaceOf(ctx)
+			c := newCluster(ns, "heal", 3)
+			key := client.ObjectKeyFromObject(c)
+			if err := k.c.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
+			cli := etcdClient(ctx, t, k, key)
+			before := memberIDs(ctx, t, cli)
+			w := startWriter(ctx, cli, "heal/")
+
+			members := &etcdv1.EtcdMemberList{}
+			if err := k.c.List(ctx, members, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			victim := members.Items[0]
+			old := &corev1.Pod{}
+			if err := k.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: victim.Name}, old); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if err := k.c.Delete(ctx, old); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(ctx, t, 2*time.Minute, "a new Ready Pod of "+victim.Name, func() (bool, error) {
+				p := &corev1.Pod{}
+				if err := k.c.Get(ctx, client.ObjectKeyFromObject(old), p); err != nil {
+					return false, ignoreNotFound(err)
+				}
+				return p.UID != old.UID && podReady(p), nil
+			})
+			t.Logf("member Pod back and Ready %.1fs after delete", time.Since(start).Seconds())
+			waitConverged(ctx, t, k, key, 3, 2*time.Minute)
+			acked, _ := w.stop()
+			after := memberIDs(ctx, t, cli)
+			if fmt.Sprint(before) != fmt.Sprint(after) {
+				t.Errorf("member IDs changed: before %v after %v", before, after)
+			}
+			m := &etcdv1.EtcdMember{}
+			if err := k.c.Get(ctx, client.ObjectKeyFromObject(&victim), m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Status.MemberID != victim.Status.MemberID {
+				t.Errorf("EtcdMember ID %s, want %s", m.Status.MemberID, victim.Status.MemberID)
+			}
+			checkKeys(ctx, t, cli, "heal/", acked)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func TestOperatorKilledDuringScaleUp(t *testing.T) {
+	f := features.New("crash safety").
+		Assess("killing the operator in the middle of a scale-up leaves no extra member", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			ns := namespaceOf(ctx)
+			c := newCluster(ns, "crash", 3)
+			key := client.ObjectKeyFromObject(c)
+			if err := k.c.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
+			cli := etcdClient(ctx, t, k, key)
+			w := startWriter(ctx, cli, "crash/")
+
+			setReplicas(ctx, t, k, key, 5)
+			// Kill the operator as soon as the first new member exists.
+			waitFor(ctx, t, time.Minute, "a fourth EtcdMember", func() (bool, error) {
+				l := &etcdv1.EtcdMemberList{}
+				err := k.c.List(ctx, l, client.InNamespace(ns))
+				return len(l.Items) > 3, err
+			})
+			if err := k.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(operatorNamespace),
+				client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}, client.GracePeriodSeconds(0)); err != nil {
+				t.Fatal(err)
+			}
+			t.Log("operator killed in the middle of the scale-up")
+			waitConverged(ctx, t, k, key, 5, 4*time.Minute)
+			acked, _ := w.stop()
+			ids := memberIDs(ctx, t, cli)
+			l := &etcdv1.EtcdMemberList{}
+			if err := k.c.List(ctx, l, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			if len(ids) != 5 || len(l.Items) != 5 {
+				t.Fatalf("etcd members %d, EtcdMembers %d, want 5 and 5: %v", len(ids), len(l.Items), ids)
+			}
+			checkKeys(ctx, t, cli, "crash/", acked)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func TestInvalidSpecIsRefused(t *testing.T) {
+	f := features.New("validation").
+		Assess("the API server refuses a bad spec with a message naming the field", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			ns := namespaceOf(ctx)
+			bad := newCluster(ns, "bad", 3)
+			bad.Spec.Version = "latest"
+			if err := k.c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.version") {
+				t.Errorf("version latest: err = %v, want a message naming spec.version", err)
+			}
+			bad = newCluster(ns, "bad", 3)
+			bad.Spec.Options.ExtraArgs = map[string]string{"initial-cluster-state": "new"}
+			if err := k.c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.options.extraArgs") {
+				t.Errorf("owned flag: err = %v, want a message naming spec.options.extraArgs", err)
+			}
+			good := newCluster(ns, "shrink", 1)
+			if err := k.c.Create(ctx, good); err != nil {
+				t.Fatal(err)
+			}
+			good.Spec.Storage.Size = ptr.To(resource.MustParse("64Mi"))
+			if err := k.c.Update(ctx, good); err == nil || !strings.Contains(err.Error(), "spec.storage.size") {
+				t.Errorf("shrink: err = %v, want a message naming spec.storage.size", err)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}

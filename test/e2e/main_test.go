@@ -1,0 +1,61 @@
+//go:build e2e
+
+// Package e2e holds the end-to-end tests: real etcd Pods on a real cluster.
+// With KUBECONFIG unset they bring up the project's local cluster; with
+// KUBECONFIG set they run against that cluster, which must already have the
+// images the tests use (the etcd image and raftsman:dev).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+)
+
+var testenv env.Environment
+
+// repoRoot is the repository's top folder (the tests run in test/e2e).
+var repoRoot = func() string {
+	d, _ := filepath.Abs("../..")
+	return d
+}()
+
+func TestMain(m *testing.M) {
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		cmd := exec.Command("make", "-C", repoRoot, "cluster-up", "images")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "local cluster:", err)
+			os.Exit(1)
+		}
+		kubeconfig = filepath.Join(repoRoot, "_output/cluster/kubeconfig")
+	}
+	testenv = env.NewWithConfig(envconf.NewWithKubeConfig(kubeconfig))
+	testenv.Setup(installOperator)
+	testenv.BeforeEachTest(createNamespace)
+	testenv.AfterEachTest(deleteNamespace)
+	os.Exit(testenv.Run(m))
+}
+
+// installOperator applies dist/install.yaml and waits for the operator,
+// restarting it so that it runs the image just built.
+func installOperator(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	k, err := newKube(cfg)
+	if err != nil {
+		return ctx, err
+	}
+	if err := k.applyFile(ctx, filepath.Join(repoRoot, "dist/install.yaml")); err != nil {
+		return ctx, err
+	}
+	if err := k.restartOperator(ctx); err != nil {
+		return ctx, err
+	}
+	return ctx, nil
+}
