@@ -35,7 +35,9 @@ dist: manifests $(KUBECTL) ## one file that installs everything
 	$(KUBECTL) kustomize config/default > dist/install.yaml
 
 verify-generated: generate manifests dist ## fails when generated files are not committed
-	@git diff --exit-code -- api config dist || { echo "generated files differ: run 'make generate manifests dist' and commit"; exit 1; }
+	@if [ -n "$$(git status --porcelain -- api config dist)" ]; then \
+		git status --short -- api config dist; git diff -- api config dist | head -40; \
+		echo "generated files differ: run 'make generate manifests dist' and commit"; exit 1; fi
 
 build:
 	CGO_ENABLED=0 go build -o _output/bin/raftsman ./cmd/raftsman
@@ -47,16 +49,16 @@ vet:
 	go vet ./...
 	go vet -tags e2e ./test/...
 
-unit: ## unit tests: no cluster, no API server
-	go test -count=1 $$(go list ./... | grep -v /test/) -run 'Test[^E]|TestE[^n]' -short
+unit: ## unit tests: no cluster, no API server (envtest suites skip themselves)
+	go test -count=1 ./...
 
-envtest: envtest-assets ## controller suites against a real kube-apiserver
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 ./api/... ./controllers/... -run 'TestEnv'
+envtest: envtest-assets ## controller and validation suites against a real kube-apiserver
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -run TestEnv ./api/... ./controllers/...
 
-e2e: cluster-up images ## end-to-end tests on the local cluster
+e2e: cluster-up images dist ## end-to-end tests on the local cluster
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
 
-test: verify-generated vet cluster-up images
+test: verify-generated vet envtest-assets cluster-up images ## everything: unit, envtest, e2e
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./...
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
 
