@@ -1,0 +1,459 @@
+// Command bench measures Raftsman on a real cluster against references taken
+// in the same run on the same cluster, and writes the figures and their
+// ratios to a Markdown file. It asserts nothing: machines are noisy.
+//
+//	go run ./test/bench -out bench/RESULTS.md   (make bench)
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+var (
+	out      = flag.String("out", "bench/RESULTS.md", "file the results are written to")
+	install  = flag.String("install", "dist/install.yaml", "operator install manifest")
+	version  = flag.String("etcd-version", "3.6.16", "etcd version")
+	runs     = flag.Int("runs", 3, "repetitions of each measurement; the median is reported")
+	idleWait = flag.Duration("idle", time.Minute, "how long an idle cluster is watched for API writes")
+)
+
+type bench struct {
+	c   client.Client
+	ctx context.Context
+}
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	must(clientgoscheme.AddToScheme(scheme))
+	must(etcdv1.AddToScheme(scheme))
+	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
+	must(err)
+	b := &bench{c: c, ctx: ctx}
+	must(b.installOperator())
+
+	var podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
+	var createWrites, idleWrites float64
+	for i := range *runs {
+		ns := b.namespace()
+		r, rr, l, err := b.reference(ns)
+		must(err)
+		podReady, podRestart, learnerRef = append(podReady, r), append(podRestart, rr), append(learnerRef, l)
+
+		before, err := b.operatorWrites()
+		must(err)
+		t, err := b.createCluster(ns, "bench", 3)
+		must(err)
+		clusterReady = append(clusterReady, t)
+		after, err := b.operatorWrites()
+		must(err)
+		if i == 0 {
+			createWrites = after - before
+		}
+
+		t, err = b.scale(ns, "bench", 5)
+		must(err)
+		scaleStep = append(scaleStep, t/2)
+
+		t, err = b.deleteMemberPod(ns, "bench")
+		must(err)
+		memberBack = append(memberBack, t)
+
+		if i == 0 {
+			// Let the last status writes of the scale settle, then watch.
+			time.Sleep(5 * time.Second)
+			w0, err := b.operatorWrites()
+			must(err)
+			time.Sleep(*idleWait)
+			w1, err := b.operatorWrites()
+			must(err)
+			idleWrites = (w1 - w0) / idleWait.Minutes()
+		}
+		must(b.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		fmt.Printf("run %d: pod %.1fs restart %.1fs learner-ref %.1fs | cluster %.1fs step %.1fs member-back %.1fs\n",
+			i+1, r, rr, l, clusterReady[i], scaleStep[i], memberBack[i])
+	}
+	res := results{
+		podReady: median(podReady), podRestart: median(podRestart), learnerRef: median(learnerRef),
+		clusterReady: median(clusterReady), scaleStep: median(scaleStep), memberBack: median(memberBack),
+		createWrites: createWrites, idleWrites: idleWrites, runs: *runs,
+	}
+	text := res.markdown()
+	fmt.Print(text)
+	must(os.WriteFile(*out, []byte(text), 0o644))
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+type results struct {
+	podReady, podRestart, learnerRef    float64
+	clusterReady, scaleStep, memberBack float64
+	createWrites, idleWrites            float64
+	runs                                int
+}
+
+func (r results) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmark results\n\nWritten by `make bench` on %s; medians of %d runs on the local cluster, references measured in the same run.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.runs)
+	fmt.Fprintf(&b, "| measurement | Raftsman | reference (same run) | ratio | target |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| apply to 3 members Available | %.1f s | one etcd Pod with its PVC Ready: %.1f s | %.2f | <= 1.5 |\n", r.clusterReady, r.podReady, r.clusterReady/r.podReady)
+	fmt.Fprintf(&b, "| one learner step (scale 3 -> 5, per member) | %.1f s | learner added and promoted by hand, promote retried every 100 ms: %.1f s | %.2f | <= 1.2 |\n", r.scaleStep, r.learnerRef, r.scaleStep/r.learnerRef)
+	fmt.Fprintf(&b, "| deleted member Pod back and Ready | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.2 |\n", r.memberBack, r.podRestart, r.memberBack/r.podRestart)
+	fmt.Fprintf(&b, "| operator API writes to create 3 members | %.0f | | | <= 30 |\n", r.createWrites)
+	fmt.Fprintf(&b, "| operator API writes per minute, idle healthy cluster | %.1f | | | 0 |\n", r.idleWrites)
+	return b.String()
+}
+
+func (b *bench) namespace() string {
+	name := "bench-" + utilrand.String(5)
+	must(b.c.Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	return name
+}
+
+func (b *bench) installOperator() error {
+	data, err := os.ReadFile(*install)
+	if err != nil {
+		return err
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &u.Object); err != nil {
+			return err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := b.c.Patch(b.ctx, u, client.Apply, client.FieldOwner("raftsman-bench"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s: %w", u.GetName(), err)
+		}
+	}
+	if err := b.c.DeleteAllOf(b.ctx, &corev1.Pod{}, client.InNamespace("raftsman-system"), client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}); err != nil {
+		return err
+	}
+	_, err = b.poll(2*time.Minute, func() (bool, error) {
+		p, err := b.operatorPod()
+		return err == nil && isReady(p), nil
+	})
+	return err
+}
+
+func (b *bench) operatorPod() (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := b.c.List(b.ctx, pods, client.InNamespace("raftsman-system"), client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}); err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp == nil && isReady(&pods.Items[i]) {
+			return &pods.Items[i], nil
+		}
+	}
+	return nil, errors.New("no ready operator pod")
+}
+
+// operatorWrites sums the operator's own count of write requests to the
+// API server (client-go's rest_client_requests_total by method).
+func (b *bench) operatorWrites() (float64, error) {
+	p, err := b.operatorPod()
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.Get(fmt.Sprintf("http://%s:8080/metrics", p.Status.PodIP))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var total float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
+			if strings.Contains(line, m) {
+				f := strings.Fields(line)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				total += v
+			}
+		}
+	}
+	return total, sc.Err()
+}
+
+func isReady(p *corev1.Pod) bool {
+	if p == nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// poll calls fn every 50 ms until it is done and returns the seconds taken.
+func (b *bench) poll(timeout time.Duration, fn func() (bool, error)) (float64, error) {
+	start := time.Now()
+	for time.Since(start) < timeout {
+		done, err := fn()
+		if err != nil {
+			return 0, err
+		}
+		if done {
+			return time.Since(start).Seconds(), nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("timed out after %v", timeout)
+}
+
+// refPod is a plain etcd member Pod with a PVC, like the operator's but
+// driven by hand.
+func refPod(ns, name, initial, state string) *corev1.Pod {
+	host := fmt.Sprintf("%s.ref.%s.svc.cluster.local", name, ns)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "ref"}},
+		Spec: corev1.PodSpec{
+			Hostname: name, Subdomain: "ref",
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532)},
+			Containers: []corev1.Container{{
+				Name: "etcd", Image: "quay.io/coreos/etcd:v" + *version, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"/usr/local/bin/etcd"},
+				Args: []string{"--name=" + name, "--data-dir=/var/lib/etcd/data",
+					"--listen-client-urls=http://0.0.0.0:2379", "--advertise-client-urls=http://" + host + ":2379",
+					"--listen-peer-urls=http://0.0.0.0:2380", "--initial-advertise-peer-urls=http://" + host + ":2380",
+					"--initial-cluster=" + initial, "--initial-cluster-state=" + state, "--listen-metrics-urls=http://0.0.0.0:2381"},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(2381)}}, PeriodSeconds: 1},
+				VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-" + name}}}},
+		},
+	}
+}
+
+func refPVC(ns, name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data-" + name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("128Mi")}},
+		},
+	}
+}
+
+func (b *bench) podReady(ns, name string) func() (bool, error) {
+	return func() (bool, error) {
+		p := &corev1.Pod{}
+		err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
+		return err == nil && p.DeletionTimestamp == nil && isReady(p), client.IgnoreNotFound(err)
+	}
+}
+
+// reference measures, by hand on the same cluster: one etcd Pod with its PVC
+// from create to Ready; the same Pod deleted and recreated on its PVC; and a
+// learner added with MemberAddAsLearner, started and promoted as soon as
+// etcd allows, retrying every 100 ms.
+func (b *bench) reference(ns string) (ready, restart, learner float64, err error) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ref", Namespace: ns}, Spec: corev1.ServiceSpec{
+		ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true, Selector: map[string]string{"app": "ref"},
+		Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}}}
+	client0 := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ref-client", Namespace: ns}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "ref"}, Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}}}
+	if err := b.c.Create(b.ctx, svc); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := b.c.Create(b.ctx, client0); err != nil {
+		return 0, 0, 0, err
+	}
+	peer := func(name string) string { return fmt.Sprintf("http://%s.ref.%s.svc.cluster.local:2380", name, ns) }
+	initial := "ref-0=" + peer("ref-0")
+	start := time.Now()
+	if err := b.c.Create(b.ctx, refPVC(ns, "ref-0")); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := b.c.Create(b.ctx, refPod(ns, "ref-0", initial, "new")); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, err := b.poll(2*time.Minute, b.podReady(ns, "ref-0")); err != nil {
+		return 0, 0, 0, err
+	}
+	ready = time.Since(start).Seconds()
+
+	start = time.Now()
+	old := &corev1.Pod{}
+	if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: "ref-0"}, old); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := b.c.Delete(b.ctx, old); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, err := b.poll(time.Minute, func() (bool, error) {
+		err := b.c.Get(b.ctx, client.ObjectKeyFromObject(old), &corev1.Pod{})
+		return err != nil, client.IgnoreNotFound(err)
+	}); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := b.c.Create(b.ctx, refPod(ns, "ref-0", initial, "new")); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, err := b.poll(2*time.Minute, b.podReady(ns, "ref-0")); err != nil {
+		return 0, 0, 0, err
+	}
+	restart = time.Since(start).Seconds()
+
+	if err := b.c.Get(b.ctx, client.ObjectKeyFromObject(client0), client0); err != nil {
+		return 0, 0, 0, err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + client0.Spec.ClusterIP + ":2379"}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer func() { _ = cli.Close() }()
+	if err := b.c.Create(b.ctx, refPVC(ns, "ref-1")); err != nil {
+		return 0, 0, 0, err
+	}
+	start = time.Now()
+	var id uint64
+	if _, err := b.poll(time.Minute, func() (bool, error) {
+		c, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		defer cancel()
+		resp, err := cli.MemberAddAsLearner(c, []string{peer("ref-1")})
+		if err == nil {
+			id = resp.Member.ID
+		}
+		return err == nil, nil
+	}); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := b.c.Create(b.ctx, refPod(ns, "ref-1", initial+",ref-1="+peer("ref-1"), "existing")); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, err := b.poll(2*time.Minute, func() (bool, error) {
+		time.Sleep(50 * time.Millisecond) // with poll's 50 ms: a promote every 100 ms
+		c, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		defer cancel()
+		_, err := cli.MemberPromote(c, id)
+		return err == nil, nil
+	}); err != nil {
+		return 0, 0, 0, err
+	}
+	learner = time.Since(start).Seconds()
+	return ready, restart, learner, nil
+}
+
+func (b *bench) converged(ns, name string, n int32) func() (bool, error) {
+	return func() (bool, error) {
+		c := &etcdv1.EtcdCluster{}
+		if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return false, err
+		}
+		a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+		return a != nil && p != nil && a.Status == metav1.ConditionTrue && p.Status == metav1.ConditionFalse &&
+			a.ObservedGeneration == c.Generation && c.Status.ReadyReplicas == n && len(c.Status.Members) == int(n), nil
+	}
+}
+
+func (b *bench) createCluster(ns, name string, n int32) (float64, error) {
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
+		Replicas: ptr.To(n), Version: *version, Storage: etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("128Mi"))}}}
+	start := time.Now()
+	if err := b.c.Create(b.ctx, c); err != nil {
+		return 0, err
+	}
+	if _, err := b.poll(3*time.Minute, b.converged(ns, name, n)); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+func (b *bench) scale(ns, name string, n int32) (float64, error) {
+	c := &etcdv1.EtcdCluster{}
+	if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+		return 0, err
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Replicas = ptr.To(n)
+	start := time.Now()
+	if err := b.c.Patch(b.ctx, c, patch); err != nil {
+		return 0, err
+	}
+	if _, err := b.poll(3*time.Minute, b.converged(ns, name, n)); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+func (b *bench) deleteMemberPod(ns, name string) (float64, error) {
+	members := &etcdv1.EtcdMemberList{}
+	if err := b.c.List(b.ctx, members, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	old := &corev1.Pod{}
+	if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: members.Items[0].Name}, old); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := b.c.Delete(b.ctx, old); err != nil {
+		return 0, err
+	}
+	if _, err := b.poll(2*time.Minute, func() (bool, error) {
+		p := &corev1.Pod{}
+		err := b.c.Get(b.ctx, client.ObjectKeyFromObject(old), p)
+		return err == nil && p.UID != old.UID && isReady(p), client.IgnoreNotFound(err)
+	}); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
