@@ -14,9 +14,10 @@ have() { # have DIR BIN...
   for b in "$@"; do [ -x "$d/$b" ] || return 1; done
 }
 
-build_kubernetes() {
+build_kubernetes() { # build_kubernetes [BIN...], default all six
   local v=$KUBE_VERSION dir="$out/bin/kubernetes-$KUBE_VERSION"
   local bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+  [ $# -gt 0 ] && bins=("$@")
   have "$dir" "${bins[@]}" && return 0
   echo "building kubernetes $v (several minutes on a cold cache)"
   local mod="$out/build/kubernetes-$v" staging=v0${v#v1}
@@ -44,6 +45,7 @@ build_etcd() { # build_etcd VERSION
   local v=$1 dir="$out/bin/etcd-v$1"
   have "$dir" etcd etcdctl etcdutl && return 0
   echo "building etcd v$v"
+  local t0=$SECONDS
   local mod="$out/build/etcd-v$v"
   mkdir -p "$mod/cmd/etcd" "$dir"
   cat > "$mod/go.mod" <<MOD
@@ -69,20 +71,25 @@ SRC
   (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir/etcd" ./cmd/etcd \
     && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir/etcdctl" go.etcd.io/etcd/etcdctl/v3 \
     && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir/etcdutl" go.etcd.io/etcd/etcdutl/v3)
+  echo "  etcd v$v built in $((SECONDS - t0))s"
 }
 
 build_go_install() { # build_go_install NAME PKG VERSION BIN
   local name=$1 pkg=$2 v=$3 bin=$4 dir="$out/bin/$1-$3"
   have "$dir" "$bin" && return 0
   echo "building $name $v"
+  local t0=$SECONDS
   mkdir -p "$dir"
   GOBIN="$dir" CGO_ENABLED=0 GOFLAGS= go install -trimpath -ldflags "-s -w" "$pkg@$v"
+  echo "  $name built in $((SECONDS - t0))s"
 }
 
 what=${1:-all}
 case $what in
   kubernetes) build_kubernetes ;;
   etcd) build_etcd "$ETCD_VERSION"; build_etcd "$ETCD_OLD_VERSION" ;;
+  # What envtest needs (KUBEBUILDER_ASSETS): kube-apiserver, kubectl and etcd.
+  envtest) build_etcd "$ETCD_VERSION"; build_kubernetes kube-apiserver kubectl ;;
   all)
     build_etcd "$ETCD_VERSION"
     build_etcd "$ETCD_OLD_VERSION"
@@ -91,5 +98,5 @@ case $what in
     build_go_install local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION" local-path-provisioner
     build_go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "$CRICTL_VERSION" crictl
     ;;
-  *) echo "usage: $0 [all|kubernetes|etcd]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|envtest]" >&2; exit 2 ;;
 esac
