@@ -141,7 +141,7 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 				ReadinessProbe: probe("/readyz", 1, 3),
 				// Generous: a member replaying a large WAL must not be killed.
 				LivenessProbe: probe("/livez", 10, 6),
-				StartupProbe:  probe("/livez", 2, 150),
+				StartupProbe:  probe("/livez", 1, 300),
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
 					ReadOnlyRootFilesystem:   ptr.To(true),
