@@ -1,0 +1,140 @@
+package resources
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+func member(state etcdv1.InitialClusterState, opts etcdv1.EtcdOptions, storage etcdv1.StorageSpec) *etcdv1.EtcdMember {
+	return &etcdv1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: "ns"},
+		Spec: etcdv1.EtcdMemberSpec{
+			ClusterName: "demo", Version: "3.6.16", Image: "quay.io/coreos/etcd:v3.6.16",
+			InitialClusterState: state, InitialCluster: "demo-abcde=" + PeerURL("demo", "demo-abcde", "ns", "cluster.local"),
+			ClusterToken: "uid", PeerURL: PeerURL("demo", "demo-abcde", "ns", "cluster.local"),
+			ClientURL: ClientURL("demo", "demo-abcde", "ns", "cluster.local"), Options: opts, Storage: storage,
+		},
+	}
+}
+
+func TestEtcdArgs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		state    etcdv1.InitialClusterState
+		firstPod bool
+		opts     etcdv1.EtcdOptions
+		want     []string
+		notWant  []string
+	}{
+		{name: "initial member's first pod bootstraps", state: etcdv1.InitialClusterStateNew, firstPod: true,
+			want: []string{"--initial-cluster-state=new", "--initial-cluster-token=uid", "--name=demo-abcde"}},
+		{name: "initial member's later pod joins", state: etcdv1.InitialClusterStateNew, firstPod: false,
+			want: []string{"--initial-cluster-state=existing"}, notWant: []string{"--initial-cluster-state=new"}},
+		{name: "added member always joins", state: etcdv1.InitialClusterStateExisting, firstPod: true,
+			want: []string{"--initial-cluster-state=existing"}},
+		{name: "typed options and extra args", state: etcdv1.InitialClusterStateExisting,
+			opts: etcdv1.EtcdOptions{
+				QuotaBackendBytes: ptr.To[int64](1 << 30), AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
+				SnapshotCount: ptr.To[int64](5000), HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](1000),
+				MaxRequestBytes: ptr.To[int32](2 << 20), ExtraArgs: map[string]string{"log-level": "debug", "experimental-x": "1"},
+			},
+			want: []string{"--quota-backend-bytes=1073741824", "--auto-compaction-mode=periodic", "--auto-compaction-retention=1h",
+				"--snapshot-count=5000", "--heartbeat-interval=100", "--election-timeout=1000", "--max-request-bytes=2097152",
+				"--log-level=debug", "--experimental-x=1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := EtcdArgs(member(tt.state, tt.opts, etcdv1.StorageSpec{}), tt.firstPod)
+			for _, w := range tt.want {
+				if !slices.Contains(args, w) {
+					t.Errorf("args %v lack %s", args, w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if slices.Contains(args, w) {
+					t.Errorf("args %v have %s", args, w)
+				}
+			}
+		})
+	}
+}
+
+func TestMemberPod(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		storage etcdv1.StorageSpec
+		check   func(t *testing.T, p *corev1.Pod)
+	}{
+		{name: "pvc", storage: etcdv1.StorageSpec{}, check: func(t *testing.T, p *corev1.Pod) {
+			if v := p.Spec.Volumes[0]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "data-demo-abcde" {
+				t.Errorf("volume = %+v", v)
+			}
+		}},
+		{name: "memory", storage: etcdv1.StorageSpec{Medium: etcdv1.StorageMediumMemory, Size: ptr.To(resource.MustParse("256Mi"))}, check: func(t *testing.T, p *corev1.Pod) {
+			v := p.Spec.Volumes[0]
+			if v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit.String() != "256Mi" {
+				t.Errorf("volume = %+v", v)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := MemberPod(member(etcdv1.InitialClusterStateNew, etcdv1.EtcdOptions{}, tt.storage), true)
+			if p.Spec.Hostname != "demo-abcde" || p.Spec.Subdomain != "demo-peer" {
+				t.Errorf("hostname %s subdomain %s", p.Spec.Hostname, p.Spec.Subdomain)
+			}
+			sc, c := p.Spec.SecurityContext, p.Spec.Containers[0]
+			if !*sc.RunAsNonRoot || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+				*c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
+				t.Errorf("pod does not pass the restricted standard: %+v %+v", sc, c.SecurityContext)
+			}
+			if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/livez" {
+				t.Errorf("probes %s %s", c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
+			}
+			if p.Labels[etcdv1.MemberLabel] != "demo-abcde" || p.Labels[etcdv1.ClusterLabel] != "demo" {
+				t.Errorf("labels %v", p.Labels)
+			}
+			tt.check(t, p)
+		})
+	}
+}
+
+func TestPDBKeepsQuorum(t *testing.T) {
+	t.Parallel()
+	for replicas, want := range map[int32]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
+		c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo"}, Spec: etcdv1.EtcdClusterSpec{Replicas: ptr.To(replicas)}}
+		if got := PDB(c).Spec.MinAvailable.IntValue(); got != want {
+			t.Errorf("replicas %d: minAvailable %d, want %d", replicas, got, want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	t.Parallel()
+	if got := PeerURL("demo", "demo-x", "ns", "cluster.local."); got != "http://demo-x.demo-peer.ns.svc.cluster.local:2380" {
+		t.Errorf("peer URL %s", got)
+	}
+	if got := InitialCluster([][2]string{{"a", "http://a:2380"}, {"b", "http://b:2380"}}); got != "a=http://a:2380,b=http://b:2380" {
+		t.Errorf("initial cluster %s", got)
+	}
+	c := &etcdv1.EtcdCluster{Spec: etcdv1.EtcdClusterSpec{Version: "3.5.35"}}
+	if got := Image(c, "quay.io/coreos/etcd"); got != "quay.io/coreos/etcd:v3.5.35" {
+		t.Errorf("image %s", got)
+	}
+	c.Spec.Image = "mirror/etcd:custom"
+	if got := Image(c, "quay.io/coreos/etcd"); !strings.HasPrefix(got, "mirror/") {
+		t.Errorf("image override ignored: %s", got)
+	}
+}
