@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Rebuilds the operator binary (./cmd/raftsman) and its image, raftsman:dev, and loads
+# it into the running local cluster's containerd (make images). Takes seconds.
+# Also loads the base images (pause, etcd, busybox) if containerd lacks any of them.
+# Pods already running keep the image they started with: restart them to pick up
+# the new one.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+require_root
+running containerd || die "the local cluster is not running (make cluster-up)"
+
+build_operator_image || die "building the operator image failed"
+import_images raftsman
+log "imported $OPERATOR_IMAGE ($(tar -xOf "$IMAGE_DIR/raftsman.tar" manifest.json | sed 's/.*"Config":"\([^"]*\)".*/\1/'))"
+
+# Base images, in case containerd lost them.
+present=$(ctr images ls -q)
+missing=()
+for pair in "pause=$PAUSE_IMAGE" "etcd-v$ETCD_VERSION=$ETCD_REPOSITORY:v$ETCD_VERSION" \
+  "etcd-v$ETCD_OLD_VERSION=$ETCD_REPOSITORY:v$ETCD_OLD_VERSION" "busybox=$BUSYBOX_IMAGE"; do
+  grep -qx "${pair#*=}" <<<"$present" || missing+=("${pair%%=*}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  build_base_images
+  import_images "${missing[@]}"
+  log "imported ${missing[*]}"
+fi

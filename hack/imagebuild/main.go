@@ -1,0 +1,260 @@
+// Command imagebuild packs static binaries into a single-layer container image
+// and writes it as an image tarball (the format `docker save` writes and
+// `ctr images import` reads). The local cluster has no registry, so every image
+// it runs is built this way from binaries built on the machine.
+//
+// The output is reproducible: every file, directory and the image config carry
+// one fixed timestamp, entries are sorted and owned by 0:0, so the same inputs
+// give the same image digest.
+//
+// Example:
+//
+//	imagebuild -tag quay.io/coreos/etcd:v3.6.16 \
+//	  -file /usr/local/bin/etcd=_output/bin/etcd-v3.6.16/etcd \
+//	  -dir /tmp:1777 -entrypoint /usr/local/bin/etcd -o etcd.tar
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// epoch is the timestamp of every entry and of the config: fixed so that
+// rebuilding from the same binaries yields the same digest.
+var epoch = time.Unix(0, 0).UTC()
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// entry is one path in the layer.
+type entry struct {
+	typ    byte   // tar.TypeReg, tar.TypeDir or tar.TypeSymlink
+	mode   int64  // permission bits
+	src    string // for regular files: the file to copy
+	target string // for symlinks
+}
+
+func main() {
+	var tags, files, dirs, links, envs multi
+	var entrypoint, cmd, user, workdir, out string
+	flag.Var(&tags, "tag", "image reference to tag the image with (repeatable), e.g. quay.io/coreos/etcd:v3.6.16")
+	flag.Var(&files, "file", "DEST=SRC: copy file SRC to absolute path DEST in the image, keeping its permission bits (repeatable)")
+	flag.Var(&dirs, "dir", "DEST[:MODE]: create directory DEST with octal MODE, default 0755 (repeatable)")
+	flag.Var(&links, "symlink", "DEST=TARGET: create symlink DEST pointing to TARGET (repeatable)")
+	flag.Var(&envs, "env", "KEY=VALUE environment variable of the image (repeatable)")
+	flag.StringVar(&entrypoint, "entrypoint", "", "entrypoint, split on spaces")
+	flag.StringVar(&cmd, "cmd", "", "default command arguments, split on spaces")
+	flag.StringVar(&user, "user", "", "user (uid or uid:gid) the image runs as")
+	flag.StringVar(&workdir, "workdir", "", "working directory")
+	flag.StringVar(&out, "o", "", "output tarball")
+	flag.Parse()
+	if len(tags) == 0 || out == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: imagebuild -tag REF [-tag REF...] -o OUT.tar [-file DEST=SRC...] [-dir DEST[:MODE]...] [-symlink DEST=TARGET...] [-env K=V...] [-entrypoint CMD] [-cmd ARGS] [-user UID]")
+		os.Exit(2)
+	}
+	if err := run(tags, files, dirs, links, envs, entrypoint, cmd, user, workdir, out); err != nil {
+		fmt.Fprintln(os.Stderr, "imagebuild:", err)
+		os.Exit(1)
+	}
+}
+
+func run(tags, files, dirs, links, envs []string, entrypoint, cmd, user, workdir, out string) error {
+	entries := map[string]entry{}
+	add := func(p string, e entry) error {
+		if !path.IsAbs(p) {
+			return fmt.Errorf("path %q in the image must be absolute", p)
+		}
+		p = path.Clean(p)
+		if p == "/" {
+			return fmt.Errorf("cannot add /")
+		}
+		if old, ok := entries[p]; ok && !(old.typ == tar.TypeDir && e.typ == tar.TypeDir) {
+			return fmt.Errorf("path %q given twice", p)
+		}
+		entries[p] = e
+		return nil
+	}
+	for _, f := range files {
+		dest, src, ok := strings.Cut(f, "=")
+		if !ok {
+			return fmt.Errorf("-file %q: want DEST=SRC", f)
+		}
+		st, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("-file %q: %s is not a regular file", f, src)
+		}
+		if err := add(dest, entry{typ: tar.TypeReg, mode: int64(st.Mode().Perm()), src: src}); err != nil {
+			return err
+		}
+	}
+	for _, d := range dirs {
+		dest, m, hasMode := strings.Cut(d, ":")
+		mode := int64(0o755)
+		if hasMode {
+			v, err := strconv.ParseInt(m, 8, 32)
+			if err != nil {
+				return fmt.Errorf("-dir %q: bad mode: %v", d, err)
+			}
+			mode = v
+		}
+		if err := add(dest, entry{typ: tar.TypeDir, mode: mode}); err != nil {
+			return err
+		}
+	}
+	for _, l := range links {
+		dest, target, ok := strings.Cut(l, "=")
+		if !ok {
+			return fmt.Errorf("-symlink %q: want DEST=TARGET", l)
+		}
+		if err := add(dest, entry{typ: tar.TypeSymlink, mode: 0o777, target: target}); err != nil {
+			return err
+		}
+	}
+	// Every parent directory gets its own entry so the layer is self-contained.
+	for p := range entries {
+		for d := path.Dir(p); d != "/"; d = path.Dir(d) {
+			if _, ok := entries[d]; !ok {
+				entries[d] = entry{typ: tar.TypeDir, mode: 0o755}
+			}
+		}
+	}
+
+	layerData, err := writeLayer(entries)
+	if err != nil {
+		return err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerData)), nil
+	})
+	if err != nil {
+		return err
+	}
+
+	img, err := mutate.Append(empty.Image, mutate.Addendum{
+		Layer:   layer,
+		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "imagebuild"},
+	})
+	if err != nil {
+		return err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture = runtime.GOARCH
+	cf.OS = "linux"
+	cf.Created = v1.Time{Time: epoch}
+	cf.Config.Env = envs
+	cf.Config.Entrypoint = strings.Fields(entrypoint)
+	cf.Config.Cmd = strings.Fields(cmd)
+	cf.Config.User = user
+	cf.Config.WorkingDir = workdir
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return err
+	}
+
+	refs := map[name.Reference]v1.Image{}
+	for _, t := range tags {
+		tag, err := name.NewTag(t)
+		if err != nil {
+			return fmt.Errorf("-tag %q: %v", t, err)
+		}
+		refs[tag] = img
+	}
+	// Write next to the target and rename, so a reader never sees half a file.
+	tmp := out + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := tarball.MultiRefWriteToFile(tmp, refs); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, out)
+}
+
+// writeLayer returns the gzip-compressed tar of the entries, sorted by path.
+// It compresses once, here: ggcr recognises gzip input and reuses it as is.
+func writeLayer(entries map[string]entry) ([]byte, error) {
+	paths := make([]string, 0, len(entries))
+	for p := range entries {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(zw)
+	for _, p := range paths {
+		e := entries[p]
+		hdr := &tar.Header{
+			Name:    strings.TrimPrefix(p, "/"),
+			Mode:    e.mode,
+			ModTime: epoch,
+			Format:  tar.FormatPAX,
+		}
+		switch e.typ {
+		case tar.TypeDir:
+			hdr.Typeflag = tar.TypeDir
+			hdr.Name += "/"
+			if err := tw.WriteHeader(hdr); err != nil {
+				return nil, err
+			}
+		case tar.TypeSymlink:
+			hdr.Typeflag = tar.TypeSymlink
+			hdr.Linkname = e.target
+			if err := tw.WriteHeader(hdr); err != nil {
+				return nil, err
+			}
+		case tar.TypeReg:
+			data, err := os.ReadFile(e.src)
+			if err != nil {
+				return nil, err
+			}
+			hdr.Typeflag = tar.TypeReg
+			hdr.Size = int64(len(data))
+			if err := tw.WriteHeader(hdr); err != nil {
+				return nil, err
+			}
+			if _, err := tw.Write(data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
