@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,10 @@ import (
 	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
+
+// conflictRetry is how soon a reconcile whose status write lost a race with
+// another controller runs again.
+const conflictRetry = 10 * time.Millisecond
 
 // scope is what one reconcile of a cluster learns and decides.
 type scope struct {
@@ -50,7 +55,7 @@ type scope struct {
 }
 
 // Reconcile drives an EtcdCluster towards its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	c := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -72,7 +77,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	defer func() {
 		setStatus(s)
-		retErr = errors.Join(retErr, r.patchStatuses(ctx, s))
+		err := r.patchStatuses(ctx, s)
+		if kube.IsConflict(err) && retErr == nil {
+			// Another controller wrote a member's status meanwhile; what
+			// this pass learnt is found again from etcd on the next one.
+			res = ctrl.Result{RequeueAfter: conflictRetry}
+			return
+		}
+		retErr = errors.Join(retErr, err)
 	}()
 	// 1. Services and PDB; 2. bootstrap a new cluster; 3. learn etcd's view;
 	// 4. finish removals; 5. replace lost members; 6. scale down; 7. scale
@@ -300,7 +312,9 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 
 // observeEtcd asks etcd for its members and each member for its health.
 func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if len(s.members) == 0 {
+	if len(s.members) == 0 || (s.cluster.Status.ClusterID == "" && !s.anyMemberReady()) {
+		// While bootstrapping, etcd cannot answer before a member is ready
+		// (readiness needs a quorum); that member's Ready condition wakes us.
 		return ctrl.Result{}, nil
 	}
 	endpoints := make([]string, 0, len(s.members))
@@ -363,6 +377,12 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+func (s *scope) anyMemberReady() bool {
+	return slices.ContainsFunc(s.members, func(m *etcdv1.EtcdMember) bool {
+		return kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation)
+	})
 }
 
 func findByPeerURL(list []etcd.Member, peerURL string) (etcd.Member, bool) {

@@ -129,6 +129,16 @@ func (e *env) formed() {
 		ms = append(ms, [3]string{m.Name, m.Spec.PeerURL, m.Spec.ClientURL})
 	}
 	e.fake().Bootstrap(ms...)
+	// The member controller reports the Pods Ready once etcd has a quorum.
+	for _, m := range e.members() {
+		m.Status.Conditions = append(m.Status.Conditions, metav1.Condition{
+			Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonPodReady,
+			ObservedGeneration: m.Generation, LastTransitionTime: metav1.Now(),
+		})
+		if err := e.c.Status().Update(context.Background(), &m); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 	e.mustReconcile()
 }
 
@@ -499,9 +509,9 @@ func TestLostMemberIsReplaced(t *testing.T) {
 	e := newEnv(t, 3, interceptor.Funcs{})
 	e.formed()
 	lost := e.members()[1]
-	lost.Status.Conditions = append(lost.Status.Conditions, metav1.Condition{
+	meta.SetStatusCondition(&lost.Status.Conditions, metav1.Condition{
 		Type: etcdv1.ConditionReady, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonDataLost,
-		ObservedGeneration: lost.Generation, LastTransitionTime: metav1.Now(),
+		ObservedGeneration: lost.Generation,
 	})
 	if err := e.c.Status().Update(context.Background(), &lost); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,10 @@ import (
 	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
+
+// conflictRetry is how soon a reconcile whose status write lost a race with
+// the cluster controller runs again.
+const conflictRetry = 10 * time.Millisecond
 
 // scope is what one reconcile of a member learns.
 type scope struct {
@@ -30,7 +35,7 @@ type scope struct {
 }
 
 // Reconcile keeps the member's PVC and Pod.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	m := &etcdv1.EtcdMember{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -38,7 +43,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	s := &scope{member: m, base: m.DeepCopy(), registered: kube.IsTrue(m.Status.Conditions, etcdv1.ConditionRegistered, m.Generation)}
 	defer func() {
 		setReadyCondition(s)
-		retErr = errors.Join(retErr, kube.PatchStatus(ctx, r.Client, s.base, m))
+		err := kube.PatchStatus(ctx, r.Client, s.base, m)
+		if kube.IsConflict(err) && retErr == nil {
+			// The cluster controller wrote the member's status meanwhile.
+			res = ctrl.Result{RequeueAfter: conflictRetry}
+			return
+		}
+		retErr = errors.Join(retErr, err)
 	}()
 	if !m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)

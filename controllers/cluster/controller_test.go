@@ -1,0 +1,780 @@
+package cluster_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+const clusterName = "demo"
+
+func TestEnvClusterController(t *testing.T) {
+	c, factory := startSuite(t)
+	for name, test := range map[string]func(*testing.T, *env){
+		"Bootstrap":                        testBootstrap,
+		"ScaleUpAndDown":                   testScaleUpAndDown,
+		"ScaleDownWaitsForQuorum":          testScaleDownWithoutQuorum,
+		"RemovalThatBreaksQuorumWaits":     testRemovalThatBreaksQuorum,
+		"RemovingTheLeaderMovesLeadership": testRemoveLeader,
+		"ScaleSubresource":                 testScaleSubresource,
+		"DeleteReleasesMembers":            testDelete,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, &env{t: t, c: c, factory: factory, ns: newNamespace(t, c)})
+		})
+	}
+}
+
+// env is one test's view: its namespace, its EtcdCluster and its fake etcd.
+type env struct {
+	t       *testing.T
+	c       client.Client
+	factory *etcd.FakeFactory
+	ns      string
+}
+
+func (e *env) key() client.ObjectKey { return client.ObjectKey{Namespace: e.ns, Name: clusterName} }
+
+// fake is the fake etcd the controller talks to for this test's cluster.
+func (e *env) fake() *etcd.Fake { return e.factory.Cluster(e.key().String()) }
+
+// testBootstrap: a new EtcdCluster gets its Services, PDB and initial
+// members at once; it is Available once etcd answers.
+func testBootstrap(t *testing.T, e *env) {
+	cl := e.createCluster(3)
+
+	// (a) Before etcd answers: the objects, and three initial members that
+	// bootstrap together.
+	ms := e.waitMembers(3, func(ms []etcdv1.EtcdMember) error {
+		for _, m := range ms {
+			if err := registered(&m, etcdv1.ReasonInitialMember); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cl = e.getCluster()
+	initial := ms[0].Spec.InitialCluster
+	for _, m := range ms {
+		switch {
+		case m.Spec.InitialClusterState != etcdv1.InitialClusterStateNew:
+			t.Errorf("%s: initialClusterState = %s, want New", m.Name, m.Spec.InitialClusterState)
+		case m.Spec.InitialCluster != initial:
+			t.Errorf("%s: initialCluster = %q, want the same as %s: %q", m.Name, m.Spec.InitialCluster, ms[0].Name, initial)
+		case !strings.Contains(initial, m.Name+"="+m.Spec.PeerURL):
+			t.Errorf("initialCluster %q lacks %s=%s", initial, m.Name, m.Spec.PeerURL)
+		case m.Spec.PeerURL != resources.PeerURL(clusterName, m.Name, e.ns, "cluster.local"):
+			t.Errorf("%s: peerURL = %q", m.Name, m.Spec.PeerURL)
+		case m.Spec.ClusterToken != string(cl.UID):
+			t.Errorf("%s: clusterToken = %q, want the cluster's UID %s", m.Name, m.Spec.ClusterToken, cl.UID)
+		case m.Spec.Image != "quay.io/coreos/etcd:v3.6.16":
+			t.Errorf("%s: image = %q", m.Name, m.Spec.Image)
+		case !metav1.IsControlledBy(&m, cl):
+			t.Errorf("%s: owners = %v, want controlled by the cluster", m.Name, m.OwnerReferences)
+		case !controllerutil.ContainsFinalizer(&m, etcdv1.MemberFinalizer):
+			t.Errorf("%s: finalizers = %v, want %s", m.Name, m.Finalizers, etcdv1.MemberFinalizer)
+		}
+	}
+	if n := strings.Count(initial, ","); n != 2 {
+		t.Errorf("initialCluster %q has %d members, want 3", initial, n+1)
+	}
+	e.waitCluster("Bootstrapping", func(cl *etcdv1.EtcdCluster) error {
+		return conditions(cl,
+			cond{etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonBootstrapping},
+			cond{etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonBootstrapping})
+	})
+	if !controllerutil.ContainsFinalizer(cl, etcdv1.ClusterFinalizer) {
+		t.Errorf("cluster finalizers = %v, want %s", cl.Finalizers, etcdv1.ClusterFinalizer)
+	}
+
+	peer := &corev1.Service{}
+	e.get(resources.PeerServiceName(clusterName), peer)
+	switch {
+	case peer.Spec.ClusterIP != corev1.ClusterIPNone:
+		t.Errorf("peer Service clusterIP = %q, want None (headless)", peer.Spec.ClusterIP)
+	case !peer.Spec.PublishNotReadyAddresses:
+		t.Errorf("peer Service does not publish not-ready addresses: members could not find each other to start")
+	case !labels.Equals(peer.Spec.Selector, resources.ClusterLabels(clusterName)):
+		t.Errorf("peer Service selector = %v", peer.Spec.Selector)
+	case !hasPorts(peer, etcdv1.ClientPort, etcdv1.PeerPort):
+		t.Errorf("peer Service ports = %v", peer.Spec.Ports)
+	case !metav1.IsControlledBy(peer, cl):
+		t.Errorf("peer Service owners = %v", peer.OwnerReferences)
+	}
+	svc := &corev1.Service{}
+	e.get(resources.ClientServiceName(clusterName), svc)
+	switch {
+	case svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.PublishNotReadyAddresses:
+		t.Errorf("client Service must balance over ready members only: %+v", svc.Spec)
+	case !labels.Equals(svc.Spec.Selector, resources.ClusterLabels(clusterName)):
+		t.Errorf("client Service selector = %v", svc.Spec.Selector)
+	case !hasPorts(svc, etcdv1.ClientPort):
+		t.Errorf("client Service ports = %v", svc.Spec.Ports)
+	case !metav1.IsControlledBy(svc, cl):
+		t.Errorf("client Service owners = %v", svc.OwnerReferences)
+	}
+	e.waitPDB(2)
+
+	// (b) etcd forms the cluster; the member controller reports the Pods
+	// ready, which is also what wakes the cluster controller.
+	e.bootstrapFake(ms)
+	e.setReady(ms...)
+	cl = e.waitConverged(3)
+	if cl.Status.ClusterID != etcd.FormatID(0xc1a5) {
+		t.Errorf("status.clusterID = %q, want the fake's %s", cl.Status.ClusterID, etcd.FormatID(0xc1a5))
+	}
+	if cl.Status.Replicas != 3 || cl.Status.ReadyReplicas != 3 {
+		t.Errorf("status replicas/ready = %d/%d, want 3/3", cl.Status.Replicas, cl.Status.ReadyReplicas)
+	}
+	if n := countFunc(cl.Status.Members, func(m etcdv1.ClusterMemberStatus) bool { return m.Leader }); n != 1 {
+		t.Errorf("status.members has %d leaders, want 1: %+v", n, cl.Status.Members)
+	}
+	if err := conditions(cl, cond{etcdv1.ConditionDegraded, metav1.ConditionFalse, etcdv1.ReasonMembersHealthy}); err != nil {
+		t.Error(err)
+	}
+	ids := map[string]string{}
+	for _, em := range e.fake().Members() {
+		ids[em.Name] = etcd.FormatID(em.ID)
+	}
+	for _, m := range e.members() {
+		if m.Status.MemberID != ids[m.Name] || m.Status.Role != etcdv1.RoleVoter {
+			t.Errorf("%s: memberID/role = %q/%q, want %q/Voter", m.Name, m.Status.MemberID, m.Status.Role, ids[m.Name])
+		}
+		if err := registered(&m, etcdv1.ReasonInitialMember); err != nil {
+			t.Errorf("%s after bootstrap: %v", m.Name, err)
+		}
+	}
+	e.waitEvent("Bootstrapped", clusterName)
+}
+
+// testScaleUpAndDown: a member is added as a learner and promoted once it
+// started; scaling down removes a follower, never the leader.
+func testScaleUpAndDown(t *testing.T, e *env) {
+	e.formCluster(3)
+	fake := e.fake()
+
+	// (c) Scale up: the new member joins as a learner.
+	e.patchCluster(`{"spec":{"replicas":4}}`)
+	var added etcdv1.EtcdMember
+	e.waitMembers(4, func(ms []etcdv1.EtcdMember) error {
+		for _, m := range ms {
+			if m.Spec.InitialClusterState != etcdv1.InitialClusterStateExisting {
+				continue
+			}
+			added = m
+			if m.Status.MemberID == "" || m.Status.Role != etcdv1.RoleLearner {
+				return fmt.Errorf("new member %s: memberID/role = %q/%q, want an ID and Learner", m.Name, m.Status.MemberID, m.Status.Role)
+			}
+			return registered(&m, etcdv1.ReasonMemberAdded)
+		}
+		return fmt.Errorf("no member with initialClusterState Existing")
+	})
+	for _, m := range e.members() {
+		if !strings.Contains(added.Spec.InitialCluster, m.Name+"="+m.Spec.PeerURL) {
+			t.Errorf("initialCluster of the new member %q lacks %s", added.Spec.InitialCluster, m.Name)
+		}
+	}
+	em, ok := fakeMember(fake, added.Spec.PeerURL)
+	if !ok || !em.IsLearner || etcd.FormatID(em.ID) != added.Status.MemberID {
+		t.Fatalf("fake etcd has %+v for the new member, want a learner with ID %s", em, added.Status.MemberID)
+	}
+	if n := fake.Calls("MemberAddAsLearner"); n != 1 {
+		t.Errorf("MemberAddAsLearner called %d times, want once", n)
+	}
+	e.waitCluster("PromotingLearner", func(cl *etcdv1.EtcdCluster) error {
+		return conditions(cl, cond{etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonPromotingLearner})
+	})
+	e.waitPDB(3)
+	e.waitEvent("MemberAdded", clusterName)
+
+	// The learner's etcd starts: it is promoted.
+	fake.Start(added.Spec.PeerURL, added.Name, added.Spec.ClientURL, true)
+	e.waitConverged(4)
+	if m := e.getMember(added.Name); m.Status.Role != etcdv1.RoleVoter {
+		t.Errorf("new member role = %q, want Voter", m.Status.Role)
+	}
+	if em, _ := fakeMember(fake, added.Spec.PeerURL); em.IsLearner {
+		t.Errorf("new member is still a learner in etcd")
+	}
+	e.waitEvent("MemberPromoted", clusterName)
+
+	// (d) Scale down: one follower leaves etcd, then its EtcdMember goes.
+	before := e.members()
+	leader := fake.Leader()
+	e.patchCluster(`{"spec":{"replicas":3}}`)
+	e.waitConverged(3)
+	after := e.members()
+	if len(after) != 3 || len(fake.Members()) != 3 {
+		t.Fatalf("after scaling down: %d EtcdMembers and %d etcd members, want 3 and 3", len(after), len(fake.Members()))
+	}
+	var removed etcdv1.EtcdMember
+	for _, m := range before {
+		if !slices.ContainsFunc(after, func(a etcdv1.EtcdMember) bool { return a.Name == m.Name }) {
+			removed = m
+		}
+	}
+	if removed.Name == "" {
+		t.Fatalf("no EtcdMember went: before %v, after %v", names(before), names(after))
+	}
+	if removed.Status.MemberID == etcd.FormatID(leader) {
+		t.Errorf("removed member %s was the leader", removed.Name)
+	}
+	if _, ok := fakeMember(fake, removed.Spec.PeerURL); ok {
+		t.Errorf("removed member %s is still in etcd", removed.Name)
+	}
+	if n := fake.Calls("MemberRemove"); n != 1 {
+		t.Errorf("MemberRemove called %d times, want once", n)
+	}
+	if n := fake.Calls("MoveLeader"); n != 0 {
+		t.Errorf("MoveLeader called %d times removing a follower, want none", n)
+	}
+	e.waitPDB(2)
+	e.waitEvent("MemberRemoved", clusterName)
+}
+
+// testScaleDownWithoutQuorum: with two of three members down, etcd has no
+// quorum, so nothing can be removed: the scale-down waits, and goes on
+// once a quorum is back, removing a member that is down.
+func testScaleDownWithoutQuorum(t *testing.T, e *env) {
+	ms := e.formCluster(3)
+	fake := e.fake()
+	leaderName := fakeLeaderName(fake)
+	var sick []string
+	for _, m := range ms {
+		if m.Name != leaderName {
+			sick = append(sick, m.Name)
+			fake.SetHealthy(m.Name, false)
+		}
+	}
+
+	e.patchCluster(`{"spec":{"replicas":2}}`)
+	cl := e.waitCluster("QuorumLost for the new generation", func(cl *etcdv1.EtcdCluster) error {
+		if err := conditions(cl, cond{etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonQuorumLost}); err != nil {
+			return err
+		}
+		return conditions(cl, cond{etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonEtcdError})
+	})
+	p := meta.FindStatusCondition(cl.Status.Conditions, etcdv1.ConditionProgressing)
+	if p == nil || p.Status != metav1.ConditionTrue {
+		t.Errorf("Progressing = %+v, want True while the scale-down waits", p)
+	} else {
+		t.Logf("Progressing while etcd has no quorum: %s: %s", p.Reason, p.Message)
+	}
+	if n := fake.Calls("MemberRemove"); n != 0 {
+		t.Errorf("MemberRemove called %d times without a quorum, want none", n)
+	}
+	for _, m := range e.members() {
+		if !m.DeletionTimestamp.IsZero() {
+			t.Errorf("EtcdMember %s deleted while etcd has no quorum", m.Name)
+		}
+	}
+
+	// One member is back: a quorum of two out of three. The member still
+	// down is the one to go: removing it keeps the quorum.
+	fake.SetHealthy(sick[0], true)
+	e.waitConverged(2)
+	if n := fake.Calls("MemberRemove"); n != 1 {
+		t.Errorf("MemberRemove called %d times, want once", n)
+	}
+	left := names(e.members())
+	if slices.Contains(left, sick[1]) || !slices.Contains(left, sick[0]) || !slices.Contains(left, leaderName) {
+		t.Errorf("members left %v, want %s and %s (the member still down, %s, removed)", left, leaderName, sick[0], sick[1])
+	}
+	for _, em := range fake.Members() {
+		if em.Name == sick[1] {
+			t.Errorf("unhealthy member %s still in etcd", sick[1])
+		}
+	}
+}
+
+// testRemovalThatBreaksQuorum: a member deleted by hand while another is
+// down is not removed from etcd until that one is back: two voters of
+// which one is down would have no quorum.
+func testRemovalThatBreaksQuorum(t *testing.T, e *env) {
+	ms := e.formCluster(3)
+	fake := e.fake()
+	leaderName := fakeLeaderName(fake)
+	var followers []etcdv1.EtcdMember
+	for _, m := range ms {
+		if m.Name != leaderName {
+			followers = append(followers, m)
+		}
+	}
+	down, victim := followers[0], followers[1]
+	fake.SetHealthy(down.Name, false)
+	e.waitCluster("Degraded", func(cl *etcdv1.EtcdCluster) error {
+		return conditions(cl, cond{etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonMembersUnhealthy})
+	})
+
+	if err := e.c.Delete(e.t.Context(), &victim); err != nil {
+		t.Fatalf("delete EtcdMember %s: %v", victim.Name, err)
+	}
+	e.waitCluster("QuorumAtRisk", func(cl *etcdv1.EtcdCluster) error {
+		return conditions(cl, cond{etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonQuorumAtRisk})
+	})
+	if n := fake.Calls("MemberRemove"); n != 0 {
+		t.Errorf("MemberRemove called %d times while it would break the quorum, want none", n)
+	}
+	if m := e.getMember(victim.Name); !controllerutil.ContainsFinalizer(m, etcdv1.MemberFinalizer) {
+		t.Errorf("EtcdMember %s released before it left etcd", victim.Name)
+	}
+
+	// The member that was down is back: the removal goes on, and a new
+	// member replaces the removed one.
+	fake.SetHealthy(down.Name, true)
+	e.waitGone(victim.Name)
+	if _, ok := fakeMember(fake, victim.Spec.PeerURL); ok {
+		t.Errorf("%s is still in etcd", victim.Name)
+	}
+	e.startLearners(1)
+	e.waitConverged(3)
+}
+
+// testRemoveLeader: the leader's member is removed only after it handed
+// leadership to another voter.
+func testRemoveLeader(t *testing.T, e *env) {
+	e.formCluster(3)
+	fake := e.fake()
+	leaderID := fake.Leader()
+	leader := e.getMember(fakeLeaderName(fake))
+
+	if err := e.c.Delete(e.t.Context(), leader); err != nil {
+		t.Fatalf("delete the leader's EtcdMember: %v", err)
+	}
+	e.waitGone(leader.Name)
+	if n := fake.Calls("MoveLeader"); n != 1 {
+		t.Errorf("MoveLeader called %d times, want once", n)
+	}
+	if fake.Leader() == leaderID || fake.Leader() == 0 {
+		t.Errorf("leader is %s, want another member", etcd.FormatID(fake.Leader()))
+	}
+	if _, ok := fakeMember(fake, leader.Spec.PeerURL); ok {
+		t.Errorf("old leader still in etcd")
+	}
+	e.waitEvent("LeaderMoved", clusterName)
+	e.startLearners(1)
+	e.waitConverged(3)
+}
+
+// testScaleSubresource: kubectl scale and autoscalers work through /scale;
+// members are then added one at a time.
+func testScaleSubresource(t *testing.T, e *env) {
+	e.formCluster(1)
+	cl := e.getCluster()
+	scale := &autoscalingv1.Scale{}
+	if err := e.c.SubResource("scale").Get(t.Context(), cl, scale); err != nil {
+		t.Fatalf("get scale: %v", err)
+	}
+	wantSelector := labels.SelectorFromSet(resources.ClusterLabels(clusterName)).String()
+	if scale.Spec.Replicas != 1 || scale.Status.Replicas != 1 || scale.Status.Selector != wantSelector {
+		t.Errorf("scale = %+v, want 1 replica and selector %q", scale, wantSelector)
+	}
+
+	scale.Spec.Replicas = 3
+	if err := e.c.SubResource("scale").Update(t.Context(), cl, client.WithSubResourceBody(scale)); err != nil {
+		t.Fatalf("update scale: %v", err)
+	}
+	if got := e.getCluster(); ptr.Deref(got.Spec.Replicas, 0) != 3 {
+		t.Fatalf("spec.replicas = %v after scaling to 3", got.Spec.Replicas)
+	}
+	e.startLearners(2)
+	e.waitConverged(3)
+	if err := e.c.SubResource("scale").Get(t.Context(), cl, scale); err != nil {
+		t.Fatalf("get scale: %v", err)
+	}
+	if scale.Status.Replicas != 3 {
+		t.Errorf("scale status.replicas = %d, want 3", scale.Status.Replicas)
+	}
+	if n := e.fake().Calls("MemberAddAsLearner"); n != 2 {
+		t.Errorf("MemberAddAsLearner called %d times, want 2", n)
+	}
+}
+
+// testDelete: a deleted cluster releases its members without removing them
+// from etcd one by one, then itself.
+func testDelete(t *testing.T, e *env) {
+	ms := e.formCluster(3)
+	fake := e.fake()
+	cl := e.getCluster()
+	if err := e.c.Delete(t.Context(), cl); err != nil {
+		t.Fatalf("delete cluster: %v", err)
+	}
+	eventually(t, "cluster gone", func() error {
+		err := e.c.Get(t.Context(), e.key(), &etcdv1.EtcdCluster{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get cluster: want NotFound, got %v", err)
+	})
+	// envtest runs no garbage collector: the members stay, released.
+	for _, m := range ms {
+		got := e.getMember(m.Name)
+		if controllerutil.ContainsFinalizer(got, etcdv1.MemberFinalizer) {
+			t.Errorf("%s still holds %s", m.Name, etcdv1.MemberFinalizer)
+		}
+		if !metav1.IsControlledBy(got, cl) {
+			t.Errorf("%s lost its owner reference, which the garbage collector needs", m.Name)
+		}
+	}
+	if n := fake.Calls("MemberRemove"); n != 0 {
+		t.Errorf("MemberRemove called %d times deleting the whole cluster, want none", n)
+	}
+	if e.fake() == fake {
+		t.Errorf("the etcd client of the deleted cluster was not forgotten")
+	}
+}
+
+// --- helpers -------------------------------------------------------------
+
+func (e *env) createCluster(replicas int32) *etcdv1.EtcdCluster {
+	e.t.Helper()
+	cl := &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: e.ns},
+		Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16", Replicas: &replicas},
+	}
+	if err := e.c.Create(e.t.Context(), cl); err != nil {
+		e.t.Fatalf("create EtcdCluster: %v", err)
+	}
+	return cl
+}
+
+// formCluster creates a cluster and plays etcd and the member controller
+// until it is Available and converged; it returns the members.
+func (e *env) formCluster(replicas int32) []etcdv1.EtcdMember {
+	e.t.Helper()
+	e.createCluster(replicas)
+	ms := e.waitMembers(int(replicas), func(ms []etcdv1.EtcdMember) error {
+		for _, m := range ms {
+			if err := registered(&m, etcdv1.ReasonInitialMember); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	e.bootstrapFake(ms)
+	e.setReady(ms...)
+	e.waitConverged(int(replicas))
+	return e.members()
+}
+
+// bootstrapFake forms the fake etcd from the members, the first leading.
+func (e *env) bootstrapFake(ms []etcdv1.EtcdMember) {
+	triples := make([][3]string, 0, len(ms))
+	for _, m := range ms {
+		triples = append(triples, [3]string{m.Name, m.Spec.PeerURL, m.Spec.ClientURL})
+	}
+	e.fake().Bootstrap(triples...)
+}
+
+// startLearners plays etcd for n new members in turn: it waits for a
+// learner, checks it is the only one, and starts its etcd.
+func (e *env) startLearners(n int) {
+	e.t.Helper()
+	fake := e.fake()
+	for i := range n {
+		var learner etcd.Member
+		eventually(e.t, fmt.Sprintf("learner %d of %d", i+1, n), func() error {
+			var learners []etcd.Member
+			for _, em := range fake.Members() {
+				if em.IsLearner {
+					learners = append(learners, em)
+				}
+			}
+			switch len(learners) {
+			case 0:
+				return fmt.Errorf("no learner in etcd")
+			case 1:
+				learner = learners[0]
+				return nil
+			}
+			return fmt.Errorf("%d learners at once, want one at a time", len(learners))
+		})
+		for _, m := range e.members() {
+			if slices.Contains(learner.PeerURLs, m.Spec.PeerURL) {
+				if m.Spec.InitialClusterState != etcdv1.InitialClusterStateExisting {
+					e.t.Errorf("learner %s has initialClusterState %s, want Existing", m.Name, m.Spec.InitialClusterState)
+				}
+				fake.Start(m.Spec.PeerURL, m.Name, m.Spec.ClientURL, true)
+				e.setReady(m)
+			}
+		}
+		eventually(e.t, "learner promoted", func() error {
+			if em, _ := fakeMember(fake, learner.PeerURLs[0]); em.IsLearner {
+				return fmt.Errorf("%s is still a learner", etcd.FormatID(em.ID))
+			}
+			return nil
+		})
+	}
+}
+
+// setReady plays the member controller: Ready True for the member's
+// generation, with an optimistic lock, as it would once the Pod is ready.
+func (e *env) setReady(ms ...etcdv1.EtcdMember) {
+	e.t.Helper()
+	for _, m := range ms {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := &etcdv1.EtcdMember{}
+			if err := e.c.Get(e.t.Context(), client.ObjectKeyFromObject(&m), got); err != nil {
+				return err
+			}
+			patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{
+				Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: got.Generation,
+				Reason: etcdv1.ReasonPodReady, Message: "set by the test",
+			})
+			return e.c.Status().Patch(e.t.Context(), got, patch)
+		})
+		if err != nil {
+			e.t.Fatalf("set Ready on %s: %v", m.Name, err)
+		}
+	}
+}
+
+func (e *env) patchCluster(patch string) {
+	e.t.Helper()
+	cl := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: e.ns}}
+	if err := e.c.Patch(e.t.Context(), cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		e.t.Fatalf("patch cluster with %s: %v", patch, err)
+	}
+}
+
+func (e *env) get(name string, obj client.Object) {
+	e.t.Helper()
+	if err := e.c.Get(e.t.Context(), client.ObjectKey{Namespace: e.ns, Name: name}, obj); err != nil {
+		e.t.Fatalf("get %T %s: %v", obj, name, err)
+	}
+}
+
+func (e *env) getCluster() *etcdv1.EtcdCluster {
+	e.t.Helper()
+	cl := &etcdv1.EtcdCluster{}
+	e.get(clusterName, cl)
+	return cl
+}
+
+func (e *env) getMember(name string) *etcdv1.EtcdMember {
+	e.t.Helper()
+	m := &etcdv1.EtcdMember{}
+	e.get(name, m)
+	return m
+}
+
+// members lists the cluster's EtcdMembers by name.
+func (e *env) members() []etcdv1.EtcdMember {
+	e.t.Helper()
+	list := &etcdv1.EtcdMemberList{}
+	if err := e.c.List(e.t.Context(), list, client.InNamespace(e.ns), client.MatchingLabels{etcdv1.ClusterLabel: clusterName}); err != nil {
+		e.t.Fatalf("list EtcdMembers: %v", err)
+	}
+	slices.SortFunc(list.Items, func(a, b etcdv1.EtcdMember) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items
+}
+
+// waitMembers waits for n EtcdMembers that pass check.
+func (e *env) waitMembers(n int, check func([]etcdv1.EtcdMember) error) []etcdv1.EtcdMember {
+	e.t.Helper()
+	var ms []etcdv1.EtcdMember
+	eventually(e.t, fmt.Sprintf("%d members", n), func() error {
+		ms = e.members()
+		if len(ms) != n {
+			return fmt.Errorf("%d members: %v", len(ms), names(ms))
+		}
+		return check(ms)
+	})
+	return ms
+}
+
+func (e *env) waitGone(member string) {
+	e.t.Helper()
+	eventually(e.t, "EtcdMember "+member+" gone", func() error {
+		m := &etcdv1.EtcdMember{}
+		err := e.c.Get(e.t.Context(), client.ObjectKey{Namespace: e.ns, Name: member}, m)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get: %v, finalizers %v", err, m.Finalizers)
+	})
+}
+
+func (e *env) waitCluster(what string, check func(*etcdv1.EtcdCluster) error) *etcdv1.EtcdCluster {
+	e.t.Helper()
+	cl := &etcdv1.EtcdCluster{}
+	eventually(e.t, what, func() error {
+		if err := e.c.Get(e.t.Context(), e.key(), cl); err != nil {
+			return err
+		}
+		if cl.Status.ObservedGeneration != cl.Generation {
+			return fmt.Errorf("status is for generation %d, the cluster is at %d", cl.Status.ObservedGeneration, cl.Generation)
+		}
+		return check(cl)
+	})
+	return cl
+}
+
+// waitConverged waits for an Available cluster whose n members are all
+// voters etcd knows and that has nothing left to do.
+func (e *env) waitConverged(n int) *etcdv1.EtcdCluster {
+	e.t.Helper()
+	cl := e.waitCluster(fmt.Sprintf("converged with %d members", n), func(cl *etcdv1.EtcdCluster) error {
+		if err := conditions(cl,
+			cond{etcdv1.ConditionAvailable, metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy},
+			cond{etcdv1.ConditionProgressing, metav1.ConditionFalse, etcdv1.ReasonConverged},
+		); err != nil {
+			return err
+		}
+		if len(cl.Status.Members) != n {
+			return fmt.Errorf("status.members = %+v", cl.Status.Members)
+		}
+		return nil
+	})
+	e.waitMembers(n, func(ms []etcdv1.EtcdMember) error {
+		for _, m := range ms {
+			if m.Status.MemberID == "" || m.Status.Role != etcdv1.RoleVoter {
+				return fmt.Errorf("%s: memberID/role = %q/%q", m.Name, m.Status.MemberID, m.Status.Role)
+			}
+		}
+		return nil
+	})
+	if got := len(e.fake().Members()); got != n {
+		e.t.Errorf("fake etcd has %d members, want %d", got, n)
+	}
+	return cl
+}
+
+// waitPDB waits for the PDB to keep a quorum of minAvailable members.
+func (e *env) waitPDB(minAvailable int) {
+	e.t.Helper()
+	eventually(e.t, fmt.Sprintf("PDB minAvailable %d", minAvailable), func() error {
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err := e.c.Get(e.t.Context(), client.ObjectKey{Namespace: e.ns, Name: resources.PDBName(clusterName)}, pdb); err != nil {
+			return err
+		}
+		switch {
+		case pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != minAvailable:
+			return fmt.Errorf("minAvailable = %v", pdb.Spec.MinAvailable)
+		case pdb.Spec.Selector == nil || !labels.Equals(pdb.Spec.Selector.MatchLabels, resources.ClusterLabels(clusterName)):
+			return fmt.Errorf("selector = %v", pdb.Spec.Selector)
+		}
+		return nil
+	})
+}
+
+// waitEvent waits for an event with reason about the named object.
+func (e *env) waitEvent(reason, regarding string) {
+	e.t.Helper()
+	eventually(e.t, "event "+reason, func() error {
+		list := &eventsv1.EventList{}
+		if err := e.c.List(e.t.Context(), list, client.InNamespace(e.ns)); err != nil {
+			return err
+		}
+		var seen []string
+		for _, ev := range list.Items {
+			if ev.Reason == reason && ev.Regarding.Name == regarding {
+				return nil
+			}
+			seen = append(seen, ev.Reason)
+		}
+		return fmt.Errorf("events seen: %v", seen)
+	})
+}
+
+type cond struct {
+	typ    string
+	status metav1.ConditionStatus
+	reason string
+}
+
+// conditions checks conditions of the cluster's current generation.
+func conditions(cl *etcdv1.EtcdCluster, want ...cond) error {
+	for _, w := range want {
+		c := meta.FindStatusCondition(cl.Status.Conditions, w.typ)
+		switch {
+		case c == nil:
+			return fmt.Errorf("no %s condition", w.typ)
+		case c.Status != w.status || c.Reason != w.reason:
+			return fmt.Errorf("%s = %s %s (%s), want %s %s", w.typ, c.Status, c.Reason, c.Message, w.status, w.reason)
+		case c.ObservedGeneration != cl.Generation:
+			return fmt.Errorf("%s is for generation %d, the cluster is at %d", w.typ, c.ObservedGeneration, cl.Generation)
+		}
+	}
+	return nil
+}
+
+// registered checks Registered True with reason for the member's generation.
+func registered(m *etcdv1.EtcdMember, reason string) error {
+	c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionRegistered)
+	switch {
+	case c == nil:
+		return fmt.Errorf("%s: no Registered condition", m.Name)
+	case c.Status != metav1.ConditionTrue || c.Reason != reason:
+		return fmt.Errorf("%s: Registered = %s %s (%s), want True %s", m.Name, c.Status, c.Reason, c.Message, reason)
+	case c.ObservedGeneration != m.Generation:
+		return fmt.Errorf("%s: Registered is for generation %d, the member is at %d", m.Name, c.ObservedGeneration, m.Generation)
+	}
+	return nil
+}
+
+func fakeMember(fake *etcd.Fake, peerURL string) (etcd.Member, bool) {
+	for _, em := range fake.Members() {
+		if slices.Contains(em.PeerURLs, peerURL) {
+			return em, true
+		}
+	}
+	return etcd.Member{}, false
+}
+
+func fakeLeaderName(fake *etcd.Fake) string {
+	for _, em := range fake.Members() {
+		if em.ID == fake.Leader() {
+			return em.Name
+		}
+	}
+	return ""
+}
+
+func hasPorts(svc *corev1.Service, ports ...int32) bool {
+	for _, p := range ports {
+		if !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == p }) {
+			return false
+		}
+	}
+	return true
+}
+
+func names(ms []etcdv1.EtcdMember) []string {
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+func countFunc[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, x := range s {
+		if f(x) {
+			n++
+		}
+	}
+	return n
+}
