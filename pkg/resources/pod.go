@@ -139,9 +139,10 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 				// A learner is never ready (etcd's readyz refuses learners), so
 				// clients of the client Service only reach voters.
 				ReadinessProbe: probe("/readyz", 1, 3),
-				// Generous: a member replaying a large WAL must not be killed.
-				LivenessProbe: probe("/livez", 10, 6),
-				StartupProbe:  probe("/livez", 1, 300),
+				// Generous, so that a member replaying a large WAL is not
+				// killed. No startup probe: the kubelet would hold readiness
+				// checks back until it passed, delaying every Pod's Ready.
+				LivenessProbe: probe("/livez", 5, 24),
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
 					ReadOnlyRootFilesystem:   ptr.To(true),

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -381,8 +382,16 @@ func TestInvalidSpecIsRefused(t *testing.T) {
 			if err := k.c.Create(ctx, good); err != nil {
 				t.Fatal(err)
 			}
-			good.Spec.Storage.Size = ptr.To(resource.MustParse("64Mi"))
-			if err := k.c.Update(ctx, good); err == nil || !strings.Contains(err.Error(), "spec.storage.size") {
+			// The operator writes the object too (finalizer, status): retry
+			// conflicts, and expect the validation error itself.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := k.c.Get(ctx, client.ObjectKeyFromObject(good), good); err != nil {
+					return err
+				}
+				good.Spec.Storage.Size = ptr.To(resource.MustParse("64Mi"))
+				return k.c.Update(ctx, good)
+			})
+			if err == nil || !strings.Contains(err.Error(), "spec.storage.size") {
 				t.Errorf("shrink: err = %v, want a message naming spec.storage.size", err)
 			}
 			return ctx
