@@ -106,6 +106,10 @@ func testBootstrap(t *testing.T, e *env) {
 	if !controllerutil.ContainsFinalizer(cl, etcdv1.ClusterFinalizer) {
 		t.Errorf("cluster finalizers = %v, want %s", cl.Finalizers, etcdv1.ClusterFinalizer)
 	}
+	// etcd cannot answer before a member is ready, so it is not asked.
+	if n := e.fake().Calls("MemberList"); n != 0 {
+		t.Errorf("MemberList called %d times before any member was Ready, want none", n)
+	}
 
 	peer := &corev1.Service{}
 	e.get(resources.PeerServiceName(clusterName), peer)

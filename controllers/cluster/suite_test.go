@@ -35,9 +35,7 @@ const (
 	// timeout bounds every wait for the controller: far more than it needs,
 	// so that a slow machine does not make the suite flaky.
 	timeout = 20 * time.Second
-	// quiet is how long an absence is watched before it is believed.
-	quiet = 2 * time.Second
-	poll  = 50 * time.Millisecond
+	poll    = 50 * time.Millisecond
 )
 
 // startSuite starts the API server and the manager and stops both when t
@@ -147,23 +145,6 @@ func eventually(t *testing.T, what string, check func() error) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: still not true after %s: %v", what, timeout, err)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: %v", what, t.Context().Err())
-		case <-time.After(poll):
-		}
-	}
-}
-
-// consistently fails t as soon as check fails within the quiet period. It
-// checks that something does not happen, which no event can tell.
-func consistently(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(quiet)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
 		}
 		select {
 		case <-t.Context().Done():

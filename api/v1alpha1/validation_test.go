@@ -1,0 +1,412 @@
+package v1alpha1_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+// The start of each CEL rule's message: a refused request must say which
+// field is wrong, so each case checks that the message reached the user.
+const (
+	msgVersion        = "spec.version must be an etcd release like 3.6.16"
+	msgStorageClass   = "spec.storage.storageClassName cannot change once set"
+	msgSizeShrink     = "spec.storage.size may grow but never shrink"
+	msgMedium         = "spec.storage.medium cannot change once the cluster exists"
+	msgElection       = "spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis"
+	msgOwnedFlag      = "spec.options.extraArgs cannot set a flag the operator owns"
+	msgLeadingDashes  = "spec.options.extraArgs keys are flag names without leading dashes"
+	msgClusterName    = "spec.clusterName cannot change"
+	msgPeerURL        = "spec.peerURL cannot change"
+	msgNoBackToNew    = "spec.initialClusterState cannot go back to New"
+	msgUnsupported    = "Unsupported value"
+	msgRequired       = "Required value"
+	msgAtLeastOne     = "should be greater than or equal to 1"
+	msgAtMostNine     = "should be less than or equal to 9"
+	msgAtMost64Args   = "must have at most 64 items"
+	msgAtLeastZero    = "should be greater than or equal to 0"
+	msgHeartbeatRange = "spec.options.heartbeatIntervalMillis"
+	msgElectionRange  = "spec.options.electionTimeoutMillis"
+)
+
+// ownedFlags are the etcd flags the operator sets itself; the extraArgs rule
+// must refuse every one of them.
+var ownedFlags = []string{
+	"name", "data-dir", "wal-dir", "initial-cluster", "initial-cluster-state", "initial-cluster-token",
+	"initial-advertise-peer-urls", "advertise-client-urls", "listen-peer-urls", "listen-client-urls",
+	"listen-metrics-urls", "listen-client-http-urls", "discovery", "discovery-srv", "force-new-cluster",
+	"cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file",
+	"peer-trusted-ca-file", "peer-client-cert-auth", "auto-tls", "peer-auto-tls", "config-file",
+}
+
+func TestEnvValidation(t *testing.T) {
+	c := startEnv(t)
+	t.Run("EtcdCluster", func(t *testing.T) { t.Parallel(); testClusterValidation(t, c) })
+	t.Run("EtcdMember", func(t *testing.T) { t.Parallel(); testMemberValidation(t, c) })
+	t.Run("RequiredFields", func(t *testing.T) { t.Parallel(); testRequiredFields(t, c) })
+	t.Run("Defaults", func(t *testing.T) { t.Parallel(); testDefaults(t, c) })
+}
+
+// validationCase is one request against the API server. The object is
+// created with spec; when patch is set, the create must succeed and the JSON
+// merge patch is the request under test. No wantErr means it must succeed.
+type validationCase[S any] struct {
+	name    string
+	spec    func(*S)
+	patch   string
+	status  bool // the patch goes to the status subresource
+	wantErr []string
+}
+
+func testClusterValidation(t *testing.T, c client.Client) {
+	quantity := func(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+	size := func(s string) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) { sp.Storage.Size = quantity(s) }
+	}
+	options := func(o etcdv1.EtcdOptions) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) { sp.Options = o }
+	}
+	extraArgs := func(kv ...string) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Options.ExtraArgs = map[string]string{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				sp.Options.ExtraArgs[kv[i]] = kv[i+1]
+			}
+		}
+	}
+	manyArgs := func(n int) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Options.ExtraArgs = map[string]string{}
+			for i := range n {
+				sp.Options.ExtraArgs[fmt.Sprintf("experimental-flag-%d", i)] = "1"
+			}
+		}
+	}
+	version := func(v string) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) { sp.Version = v }
+	}
+	replicas := func(n int32) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) { sp.Replicas = &n }
+	}
+	memory := func(sp *etcdv1.EtcdClusterSpec) { sp.Storage.Medium = etcdv1.StorageMediumMemory }
+	class := func(sp *etcdv1.EtcdClusterSpec) { sp.Storage.StorageClassName = ptr.To("fast") }
+
+	type tc = validationCase[etcdv1.EtcdClusterSpec]
+	cases := []tc{
+		{name: "minimal spec", spec: nil},
+
+		// spec.version
+		{name: "version 3.5", spec: version("3.5.0")},
+		{name: "version 3.9 with a long patch number", spec: version("3.9.123")},
+		{name: "version with a leading v", spec: version("v3.6.16"), wantErr: []string{"spec.version", msgVersion}},
+		{name: "version 3.4", spec: version("3.4.27"), wantErr: []string{msgVersion}},
+		{name: "version 4.0", spec: version("4.0.0"), wantErr: []string{msgVersion}},
+		{name: "version without patch number", spec: version("3.6"), wantErr: []string{msgVersion}},
+		{name: "pre-release version", spec: version("3.6.16-rc.0"), wantErr: []string{msgVersion}},
+		{name: "empty version", spec: version(""), wantErr: []string{msgVersion}},
+		{name: "version changes to another release", patch: `{"spec":{"version":"3.5.21"}}`},
+		{name: "version changes to an invalid one", patch: `{"spec":{"version":"latest"}}`, wantErr: []string{msgVersion}},
+
+		// spec.replicas
+		{name: "one replica", spec: replicas(1)},
+		{name: "nine replicas", spec: replicas(9)},
+		{name: "even replicas", spec: replicas(4)},
+		{name: "zero replicas", spec: replicas(0), wantErr: []string{"spec.replicas", msgAtLeastOne}},
+		{name: "negative replicas", spec: replicas(-1), wantErr: []string{"spec.replicas", msgAtLeastOne}},
+		{name: "ten replicas", spec: replicas(10), wantErr: []string{"spec.replicas", msgAtMostNine}},
+		{name: "scale to five", patch: `{"spec":{"replicas":5}}`},
+		{name: "scale to ten", patch: `{"spec":{"replicas":10}}`, wantErr: []string{"spec.replicas", msgAtMostNine}},
+
+		// spec.storage.size
+		{name: "size grows", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"2Gi"}}}`},
+		{name: "size shrinks", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`, wantErr: []string{msgSizeShrink}},
+		{name: "size unchanged", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`},
+		{name: "size written in other units", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"1024Mi"}}}`},
+		{name: "size shrinks in other units", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":"2000Mi"}}}`, wantErr: []string{msgSizeShrink}},
+		{name: "size grows from decimal to binary units", spec: size("1G"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`},
+		{name: "size shrinks from binary to decimal units", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"1G"}}}`, wantErr: []string{msgSizeShrink}},
+		{name: "size as an integer, grows", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":2147483648}}}`},
+		{name: "size as an integer, shrinks", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":1073741824}}}`, wantErr: []string{msgSizeShrink}},
+		{name: "size removed falls back to the smaller default", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":null}}}`, wantErr: []string{msgSizeShrink}},
+		{name: "storage removed falls back to the smaller default", spec: size("2Gi"), patch: `{"spec":{"storage":null}}`, wantErr: []string{msgSizeShrink}},
+
+		// spec.storage.storageClassName
+		{name: "storage class set", spec: class},
+		{name: "storage class set later", patch: `{"spec":{"storage":{"storageClassName":"fast"}}}`},
+		{name: "storage class unchanged", spec: class, patch: `{"spec":{"storage":{"storageClassName":"fast"},"replicas":5}}`},
+		{name: "storage class changes", spec: class, patch: `{"spec":{"storage":{"storageClassName":"slow"}}}`, wantErr: []string{msgStorageClass}},
+		{name: "storage class removed", spec: class, patch: `{"spec":{"storage":{"storageClassName":null}}}`, wantErr: []string{msgStorageClass}},
+
+		// spec.storage.medium
+		{name: "memory medium", spec: memory},
+		{name: "unknown medium", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Storage.Medium = "Disk" }, wantErr: []string{"spec.storage.medium", msgUnsupported}},
+		{name: "medium changes to memory", patch: `{"spec":{"storage":{"medium":"Memory"}}}`, wantErr: []string{msgMedium}},
+		{name: "medium changes from memory", spec: memory, patch: `{"spec":{"storage":{"medium":null}}}`, wantErr: []string{msgMedium}},
+		{name: "storage of a memory cluster removed", spec: memory, patch: `{"spec":{"storage":null}}`, wantErr: []string{msgMedium}},
+		{name: "medium unchanged", spec: memory, patch: `{"spec":{"storage":{"medium":"Memory"},"replicas":1}}`},
+
+		// spec.options.extraArgs
+		{name: "extra arg log-level", spec: extraArgs("log-level", "debug")},
+		{name: "several extra args", spec: extraArgs("log-level", "debug", "experimental-initial-corrupt-check", "true", "max-txn-ops", "256")},
+		{name: "extra arg with leading dashes", spec: extraArgs("--log-level", "debug"), wantErr: []string{msgLeadingDashes}},
+		{name: "extra arg with a leading dash", spec: extraArgs("-log-level", "debug"), wantErr: []string{msgLeadingDashes}},
+		{name: "owned flag with leading dashes", spec: extraArgs("--name", "x"), wantErr: []string{msgLeadingDashes}},
+		{name: "owned flag among others", spec: extraArgs("log-level", "debug", "data-dir", "/tmp"), wantErr: []string{msgOwnedFlag}},
+		{name: "owned flag added later", patch: `{"spec":{"options":{"extraArgs":{"initial-cluster-state":"new"}}}}`, wantErr: []string{msgOwnedFlag}},
+		{name: "64 extra args", spec: manyArgs(64)},
+		{name: "65 extra args", spec: manyArgs(65), wantErr: []string{"spec.options.extraArgs", msgAtMost64Args}},
+
+		// spec.options ranges and enums
+		{name: "quota of zero", spec: options(etcdv1.EtcdOptions{QuotaBackendBytes: ptr.To[int64](0)})},
+		{name: "negative quota", spec: options(etcdv1.EtcdOptions{QuotaBackendBytes: ptr.To[int64](-1)}), wantErr: []string{"spec.options.quotaBackendBytes", msgAtLeastZero}},
+		{name: "periodic compaction", spec: options(etcdv1.EtcdOptions{AutoCompactionMode: "periodic", AutoCompactionRetention: "1h"})},
+		{name: "revision compaction", spec: options(etcdv1.EtcdOptions{AutoCompactionMode: "revision", AutoCompactionRetention: "1000"})},
+		{name: "unknown compaction mode", spec: options(etcdv1.EtcdOptions{AutoCompactionMode: "hourly"}), wantErr: []string{"spec.options.autoCompactionMode", msgUnsupported}},
+		{name: "snapshot count of one", spec: options(etcdv1.EtcdOptions{SnapshotCount: ptr.To[int64](1)})},
+		{name: "snapshot count of zero", spec: options(etcdv1.EtcdOptions{SnapshotCount: ptr.To[int64](0)}), wantErr: []string{"spec.options.snapshotCount", msgAtLeastOne}},
+		{name: "max request bytes of zero", spec: options(etcdv1.EtcdOptions{MaxRequestBytes: ptr.To[int32](0)}), wantErr: []string{"spec.options.maxRequestBytes", msgAtLeastOne}},
+		{name: "heartbeat below 10ms", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](9)}), wantErr: []string{msgHeartbeatRange, "greater than or equal to 10"}},
+		{name: "heartbeat above 5s", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](5001), ElectionTimeoutMillis: ptr.To[int32](50000)}), wantErr: []string{msgHeartbeatRange, "less than or equal to 5000"}},
+		{name: "election timeout below 50ms", spec: options(etcdv1.EtcdOptions{ElectionTimeoutMillis: ptr.To[int32](49), HeartbeatIntervalMillis: ptr.To[int32](10)}), wantErr: []string{msgElectionRange, "greater than or equal to 50"}},
+		{name: "election timeout above 50s", spec: options(etcdv1.EtcdOptions{ElectionTimeoutMillis: ptr.To[int32](50001)}), wantErr: []string{msgElectionRange, "less than or equal to 50000"}},
+
+		// election timeout >= 5 * heartbeat
+		{name: "election timeout exactly 5 heartbeats", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](500)})},
+		{name: "largest heartbeat with its election timeout", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](5000), ElectionTimeoutMillis: ptr.To[int32](25000)})},
+		{name: "election timeout just under 5 heartbeats", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](499)}), wantErr: []string{msgElection}},
+		{name: "election timeout lowered under 5 heartbeats", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](200), ElectionTimeoutMillis: ptr.To[int32](2000)}),
+			patch: `{"spec":{"options":{"electionTimeoutMillis":999}}}`, wantErr: []string{msgElection}},
+		{name: "heartbeat alone within etcd's default election timeout", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](200)})},
+		{name: "election timeout alone above 5 default heartbeats", spec: options(etcdv1.EtcdOptions{ElectionTimeoutMillis: ptr.To[int32](500)})},
+		// etcd refuses to start when 5*heartbeat > election timeout, and
+		// fills an unset one with its default (100 ms, 1000 ms): a spec that
+		// sets only one of them can still be one etcd never starts with.
+		{name: "heartbeat alone beyond etcd's default election timeout", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](300)}), wantErr: []string{msgElection}},
+		{name: "election timeout alone under 5 default heartbeats", spec: options(etcdv1.EtcdOptions{ElectionTimeoutMillis: ptr.To[int32](400)}), wantErr: []string{msgElection}},
+	}
+	for _, f := range ownedFlags {
+		cases = append(cases,
+			tc{name: "owned flag " + f, spec: extraArgs(f, "x"), wantErr: []string{msgOwnedFlag}})
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t, c)
+			obj := &etcdv1.EtcdCluster{
+				ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns},
+				Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16"},
+			}
+			if tc.spec != nil {
+				tc.spec(&obj.Spec)
+			}
+			runCase(t, c, obj, tc.patch, tc.status, tc.wantErr)
+		})
+	}
+}
+
+func testMemberValidation(t *testing.T, c client.Client) {
+	state := func(s etcdv1.InitialClusterState) func(*etcdv1.EtcdMemberSpec) {
+		return func(sp *etcdv1.EtcdMemberSpec) { sp.InitialClusterState = s }
+	}
+	existing := state(etcdv1.InitialClusterStateExisting)
+
+	type tc = validationCase[etcdv1.EtcdMemberSpec]
+	cases := []tc{
+		{name: "new member"},
+		{name: "existing member", spec: existing},
+		{name: "unknown initial cluster state", spec: state("Joining"), wantErr: []string{"spec.initialClusterState", msgUnsupported}},
+		{name: "lower-case initial cluster state", spec: state("new"), wantErr: []string{"spec.initialClusterState", msgUnsupported}},
+
+		{name: "cluster name changes", patch: `{"spec":{"clusterName":"other"}}`, wantErr: []string{msgClusterName}},
+		{name: "peer URL changes", patch: `{"spec":{"peerURL":"http://elsewhere:2380"}}`, wantErr: []string{msgPeerURL}},
+		{name: "client URL changes", patch: `{"spec":{"clientURL":"http://elsewhere:2379"}}`},
+		{name: "version changes", patch: `{"spec":{"version":"3.6.17","image":"quay.io/coreos/etcd:v3.6.17"}}`},
+		{name: "new becomes existing", patch: `{"spec":{"initialClusterState":"Existing"}}`},
+		{name: "existing stays existing", spec: existing, patch: `{"spec":{"initialClusterState":"Existing","version":"3.6.17"}}`},
+		{name: "existing goes back to new", spec: existing, patch: `{"spec":{"initialClusterState":"New"}}`, wantErr: []string{msgNoBackToNew}},
+
+		// The member shares the storage rules of the cluster.
+		{name: "member size shrinks", spec: func(sp *etcdv1.EtcdMemberSpec) { q := resource.MustParse("2Gi"); sp.Storage.Size = &q },
+			patch: `{"spec":{"storage":{"size":"1Gi"}}}`, wantErr: []string{msgSizeShrink}},
+		{name: "member storage class changes", spec: func(sp *etcdv1.EtcdMemberSpec) { sp.Storage.StorageClassName = ptr.To("fast") },
+			patch: `{"spec":{"storage":{"storageClassName":"slow"}}}`, wantErr: []string{msgStorageClass}},
+		{name: "member extra arg owned", spec: func(sp *etcdv1.EtcdMemberSpec) {
+			sp.Options.ExtraArgs = map[string]string{"listen-client-urls": "http://0.0.0.0:1"}
+		},
+			wantErr: []string{msgOwnedFlag}},
+
+		// status
+		{name: "status role learner", status: true, patch: `{"status":{"role":"Learner","memberID":"1001"}}`},
+		{name: "status role leader", status: true, patch: `{"status":{"role":"Leader"}}`, wantErr: []string{"status.role", msgUnsupported}},
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t, c)
+			peer := "http://demo-a.demo-peer." + ns + ".svc.cluster.local:2380"
+			obj := &etcdv1.EtcdMember{
+				ObjectMeta: metav1.ObjectMeta{Name: "demo-a", Namespace: ns},
+				Spec: etcdv1.EtcdMemberSpec{
+					ClusterName:         "demo",
+					Version:             "3.6.16",
+					Image:               "quay.io/coreos/etcd:v3.6.16",
+					InitialClusterState: etcdv1.InitialClusterStateNew,
+					InitialCluster:      "demo-a=" + peer,
+					ClusterToken:        "token",
+					PeerURL:             peer,
+					ClientURL:           "http://demo-a.demo-peer." + ns + ".svc.cluster.local:2379",
+				},
+			}
+			if tc.spec != nil {
+				tc.spec(&obj.Spec)
+			}
+			runCase(t, c, obj, tc.patch, tc.status, tc.wantErr)
+		})
+	}
+}
+
+// runCase creates obj and, with a patch, applies it; the last request must
+// fail with every wantErr in its message, or succeed without wantErr.
+func runCase(t *testing.T, c client.Client, obj client.Object, patch string, status bool, wantErr []string) {
+	t.Helper()
+	err := c.Create(t.Context(), obj)
+	if patch != "" {
+		if err != nil {
+			t.Fatalf("create before the update: %v", err)
+		}
+		p := client.RawPatch(types.MergePatchType, []byte(patch))
+		if status {
+			err = c.Status().Patch(t.Context(), obj, p)
+		} else {
+			err = c.Patch(t.Context(), obj, p)
+		}
+	}
+	checkErr(t, err, wantErr)
+}
+
+func checkErr(t *testing.T, err error, wantErr []string) {
+	t.Helper()
+	switch {
+	case len(wantErr) == 0 && err != nil:
+		t.Fatalf("want success, got %v", err)
+	case len(wantErr) == 0:
+		return
+	case err == nil:
+		t.Fatalf("want an error with %q, the request succeeded", wantErr)
+	case !apierrors.IsInvalid(err):
+		t.Fatalf("want an Invalid error, got %v", err)
+	}
+	for _, w := range wantErr {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err.Error(), w)
+		}
+	}
+}
+
+// testRequiredFields sends objects without a required field, which the typed
+// client cannot express.
+func testRequiredFields(t *testing.T, c client.Client) {
+	memberSpec := map[string]any{
+		"clusterName": "demo", "version": "3.6.16", "image": "quay.io/coreos/etcd:v3.6.16",
+		"initialClusterState": "New", "initialCluster": "demo-a=http://demo-a:2380", "clusterToken": "token",
+		"peerURL": "http://demo-a:2380", "clientURL": "http://demo-a:2379",
+	}
+	without := func(m map[string]any, key string) map[string]any {
+		out := map[string]any{}
+		for k, v := range m {
+			if k != key {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	type tc struct {
+		name    string
+		kind    string
+		spec    map[string]any // nil: no spec at all
+		wantErr []string
+	}
+	cases := []tc{
+		{name: "cluster without spec", kind: "EtcdCluster", wantErr: []string{"spec", msgRequired}},
+		{name: "cluster without version", kind: "EtcdCluster", spec: map[string]any{"replicas": int64(3)}, wantErr: []string{"spec.version", msgRequired}},
+		{name: "member without spec", kind: "EtcdMember", wantErr: []string{"spec", msgRequired}},
+	}
+	for _, f := range []string{"clusterName", "version", "image", "initialClusterState", "initialCluster", "clusterToken", "peerURL", "clientURL"} {
+		cases = append(cases, tc{name: "member without " + f, kind: "EtcdMember", spec: without(memberSpec, f), wantErr: []string{"spec." + f, msgRequired}})
+	}
+	cases = append(cases, tc{name: "complete member", kind: "EtcdMember", spec: memberSpec})
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u.SetGroupVersionKind(etcdv1.GroupVersion.WithKind(tc.kind))
+			u.SetName("demo-a")
+			u.SetNamespace(newNamespace(t, c))
+			if tc.spec != nil {
+				u.Object["spec"] = tc.spec
+			}
+			checkErr(t, c.Create(t.Context(), u), tc.wantErr)
+		})
+	}
+}
+
+// testDefaults checks what the API server fills in.
+func testDefaults(t *testing.T, c client.Client) {
+	type tc struct {
+		name  string
+		spec  etcdv1.EtcdClusterSpec
+		check func(*testing.T, *etcdv1.EtcdCluster)
+	}
+	cases := []tc{
+		{name: "replicas and size", spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}, check: func(t *testing.T, got *etcdv1.EtcdCluster) {
+			if got.Spec.Replicas == nil || *got.Spec.Replicas != 3 {
+				t.Errorf("spec.replicas = %v, want the default 3", got.Spec.Replicas)
+			}
+			if got.Spec.Storage.Size == nil || got.Spec.Storage.Size.Cmp(resource.MustParse("1Gi")) != 0 {
+				t.Errorf("spec.storage.size = %v, want the default 1Gi", got.Spec.Storage.Size)
+			}
+			if got.Spec.Storage.Medium != etcdv1.StorageMediumDefault {
+				t.Errorf("spec.storage.medium = %q, want empty", got.Spec.Storage.Medium)
+			}
+		}},
+		{name: "size of a memory cluster", spec: etcdv1.EtcdClusterSpec{Version: "3.6.16", Storage: etcdv1.StorageSpec{Medium: etcdv1.StorageMediumMemory}},
+			check: func(t *testing.T, got *etcdv1.EtcdCluster) {
+				if got.Spec.Storage.Size == nil || got.Spec.Storage.Size.Cmp(resource.MustParse("1Gi")) != 0 {
+					t.Errorf("spec.storage.size = %v, want the default 1Gi", got.Spec.Storage.Size)
+				}
+			}},
+		{name: "replicas given are kept", spec: etcdv1.EtcdClusterSpec{Version: "3.6.16", Replicas: ptr.To[int32](5)},
+			check: func(t *testing.T, got *etcdv1.EtcdCluster) {
+				if *got.Spec.Replicas != 5 {
+					t.Errorf("spec.replicas = %d, want 5", *got.Spec.Replicas)
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			obj := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: newNamespace(t, c)}, Spec: tc.spec}
+			if err := c.Create(t.Context(), obj); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			got := &etcdv1.EtcdCluster{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), got); err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			tc.check(t, got)
+		})
+	}
+}
