@@ -35,8 +35,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("set up the cluster controller: %w", err)
 	}
 	if err := (&member.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("raftsman-" + member.ControllerName),
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("raftsman-" + member.ControllerName),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the member controller: %w", err)
 	}

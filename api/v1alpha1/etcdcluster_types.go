@@ -103,7 +103,7 @@ type PodMetadata struct {
 }
 
 // EtcdOptions are etcd settings. Each maps to the etcd flag of the same name.
-// +kubebuilder:validation:XValidation:rule="!has(self.heartbeatIntervalMillis) || !has(self.electionTimeoutMillis) || self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis"
+// +kubebuilder:validation:XValidation:rule="(has(self.electionTimeoutMillis) ? self.electionTimeoutMillis : 1000) >= 5 * (has(self.heartbeatIntervalMillis) ? self.heartbeatIntervalMillis : 100)",message="spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis (etcd's defaults are 1000 and 100)"
 type EtcdOptions struct {
 	// QuotaBackendBytes is the backend size limit (--quota-backend-bytes).
 	// +kubebuilder:validation:Minimum=0
@@ -147,6 +147,7 @@ type EtcdOptions struct {
 	// Flags the operator sets itself cannot be given here.
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file']))",message="spec.options.extraArgs cannot set a flag the operator owns (name, data and WAL dirs, initial-cluster*, listen and advertise URLs, discovery, TLS files, config-file): remove it"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('-'))",message="spec.options.extraArgs keys are flag names without leading dashes, like 'log-level'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['quota-backend-bytes', 'auto-compaction-mode', 'auto-compaction-retention', 'snapshot-count', 'heartbeat-interval', 'election-timeout', 'max-request-bytes']))",message="spec.options.extraArgs cannot set a flag that has a typed field in spec.options (quotaBackendBytes, autoCompactionMode, autoCompactionRetention, snapshotCount, heartbeatIntervalMillis, electionTimeoutMillis, maxRequestBytes): use the field"
 	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	ExtraArgs map[string]string `json:"extraArgs,omitempty"`

@@ -15,6 +15,7 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/controllers"
 	"github.com/raftsman/raftsman/controllers/cluster"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 func main() {
@@ -46,7 +47,9 @@ func main() {
 		log.Error(err, "Cannot build the scheme")
 		os.Exit(1)
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	kube.CountWrites(cfg)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        probeAddr,

@@ -45,7 +45,7 @@ func DefaultOptions() Options {
 		EtcdRepository: "quay.io/coreos/etcd",
 		ClusterDomain:  "cluster.local",
 		HealthInterval: time.Minute,
-		RetryInterval:  time.Second,
+		RetryInterval:  200 * time.Millisecond,
 		EtcdTimeout:    5 * time.Second,
 	}
 }

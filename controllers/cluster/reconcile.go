@@ -101,7 +101,7 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
-	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(desiredReplicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}}
+	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}}
 	for i := range list.Items {
 		m := &list.Items[i]
 		if !metav1IsControlledBy(m, c) {
@@ -117,13 +117,6 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		return strings.Compare(a.Name, b.Name)
 	})
 	return s, nil
-}
-
-func desiredReplicas(c *etcdv1.EtcdCluster) int32 {
-	if c.Spec.Replicas == nil {
-		return 3
-	}
-	return *c.Spec.Replicas
 }
 
 func metav1IsControlledBy(m *etcdv1.EtcdMember, c *etcdv1.EtcdCluster) bool {
@@ -336,6 +329,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 			return ctrl.Result{}, nil
 		}
 		ctrl.LoggerFrom(ctx).Info("etcd does not answer", "error", err.Error())
+		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Membership changes wait until etcd answers again: %v", err)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
 	s.formed, s.clusterID, s.etcdList = true, id, list

@@ -15,7 +15,10 @@ const ControllerName = "member"
 // Reconciler reconciles an EtcdMember into its Pod and PVC.
 type Reconciler struct {
 	client.Client
-	Recorder events.EventRecorder
+	// APIReader reads past the cache; used before concluding that a
+	// member's data is gone.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch

@@ -70,17 +70,18 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	if !resources.UsesPVC(m) {
 		// A tmpfs member's data lives as long as its Pod.
-		s.dataLost = s.pod == nil && m.Status.PodName != ""
+		s.dataLost = s.pod == nil && m.Status.PodName != "" && r.goneForSure(ctx, &corev1.Pod{}, m.Namespace, m.Name)
 		return ctrl.Result{}, nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: resources.PVCName(m.Name)}, pvc); {
 	case err == nil:
 		s.pvc = pvc
-		m.Status.PVCName = pvc.Name
-		s.dataLost = !pvc.DeletionTimestamp.IsZero()
+		s.dataLost = !pvc.DeletionTimestamp.IsZero() && m.Status.PVCName != ""
 	case apierrors.IsNotFound(err):
-		s.dataLost = m.Status.PVCName != ""
+		// The cache may lag behind a PVC just created: only the API server
+		// itself may say that the volume of a member that ran is gone.
+		s.dataLost = m.Status.PVCName != "" && r.goneForSure(ctx, pvc, m.Namespace, resources.PVCName(m.Name))
 	default:
 		return ctrl.Result{}, fmt.Errorf("get pvc of %s: %w", m.Name, err)
 	}
@@ -103,7 +104,6 @@ func (r *Reconciler) ensurePVC(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, fmt.Errorf("create pvc %s: %w", pvc.Name, err)
 	}
 	s.pvc = pvc
-	m.Status.PVCName = pvc.Name
 	objectsCreated.WithLabelValues("pvc").Inc()
 	return ctrl.Result{}, nil
 }
@@ -125,6 +125,19 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	s.pod = pod
 	m.Status.PodName = pod.Name
+	if resources.UsesPVC(m) {
+		// From now on the volume holds the member's data: losing it means
+		// replacing the member. Before the first Pod it held nothing.
+		m.Status.PVCName = resources.PVCName(m.Name)
+	}
 	objectsCreated.WithLabelValues("pod").Inc()
 	return ctrl.Result{}, nil
+}
+
+// goneForSure asks the API server, not the cache, whether an object is gone.
+func (r *Reconciler) goneForSure(ctx context.Context, obj client.Object, namespace, name string) bool {
+	if r.APIReader == nil {
+		return true
+	}
+	return apierrors.IsNotFound(r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj))
 }

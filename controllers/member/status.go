@@ -26,10 +26,12 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonPodPending, "The Pod is being created")
 	case podReady(s.pod):
 		set(true, etcdv1.ReasonPodReady, "etcd answers its readiness check")
+	// The messages name no passing detail (like ContainerCreating): each
+	// change of message would be one more write; kubectl describe pod has them.
 	case s.pod.Status.Phase == corev1.PodPending:
-		set(false, etcdv1.ReasonPodPending, fmt.Sprintf("Pod %s is %s", s.pod.Name, podWaitingReason(s.pod)))
+		set(false, etcdv1.ReasonPodPending, fmt.Sprintf("Pod %s is being scheduled or started", s.pod.Name))
 	default:
-		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s runs but etcd is not ready (%s); a learner stays not ready until it is promoted", s.pod.Name, podWaitingReason(s.pod)))
+		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s runs but etcd does not pass its readiness check yet; a learner stays not ready until it is promoted", s.pod.Name))
 	}
 }
 
@@ -43,22 +45,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// podWaitingReason says in a few words why a Pod is not ready.
-func podWaitingReason(p *corev1.Pod) string {
-	if !p.DeletionTimestamp.IsZero() {
-		return "terminating"
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" {
-			return w.Reason
-		}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Status != corev1.ConditionTrue && c.Reason != "" {
-			return c.Reason
-		}
-	}
-	return string(p.Status.Phase)
 }

@@ -62,6 +62,14 @@ func InitialCluster(pairs [][2]string) string {
 	return strings.Join(parts, ",")
 }
 
+// Replicas is the desired member count; 3 when unset, like the CRD default.
+func Replicas(c *etcdv1.EtcdCluster) int32 {
+	if c.Spec.Replicas == nil {
+		return 3
+	}
+	return *c.Spec.Replicas
+}
+
 // Image is the etcd image of a cluster: the override, or repository:v<version>.
 func Image(c *etcdv1.EtcdCluster, repository string) string {
 	if c.Spec.Image != "" {

@@ -48,11 +48,7 @@ func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 // PDB lets voluntary disruptions take down at most as many members as keep
 // a quorum of the desired size.
 func PDB(c *etcdv1.EtcdCluster) *policyv1.PodDisruptionBudget {
-	replicas := int32(1)
-	if c.Spec.Replicas != nil {
-		replicas = *c.Spec.Replicas
-	}
-	quorum := intstr.FromInt32(replicas/2 + 1)
+	quorum := intstr.FromInt32(Replicas(c)/2 + 1)
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: PDBName(c.Name), Namespace: c.Namespace, Labels: ClusterLabels(c.Name)},
 		Spec: policyv1.PodDisruptionBudgetSpec{
