@@ -38,6 +38,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("raftsman-" + member.ControllerName),
+		Workers:   opts.Cluster.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the member controller: %w", err)
 	}

@@ -32,6 +32,8 @@ func main() {
 	flag.DurationVar(&opts.Cluster.HealthInterval, "health-interval", opts.Cluster.HealthInterval, "How often a quiet etcd cluster's members are asked for their health.")
 	flag.DurationVar(&opts.Cluster.RetryInterval, "retry-interval", opts.Cluster.RetryInterval, "How soon a membership change etcd refused for now is tried again.")
 	flag.DurationVar(&opts.Cluster.EtcdTimeout, "etcd-timeout", opts.Cluster.EtcdTimeout, "Timeout of each etcd call.")
+	flag.DurationVar(&opts.Cluster.StatusTimeout, "status-timeout", opts.Cluster.StatusTimeout, "Timeout of the health question to one etcd member.")
+	flag.IntVar(&opts.Cluster.Workers, "workers", opts.Cluster.Workers, "How many clusters, and how many members, are reconciled at once.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -37,6 +38,13 @@ type Options struct {
 	RetryInterval time.Duration
 	// EtcdTimeout bounds each etcd call.
 	EtcdTimeout time.Duration
+	// StatusTimeout bounds the health question to one member: a healthy
+	// member answers in milliseconds, and a dead one must not hold up the
+	// reconcile of its cluster for long.
+	StatusTimeout time.Duration
+	// Workers is how many clusters are reconciled at once, so that one
+	// cluster whose etcd does not answer does not hold up the others.
+	Workers int
 }
 
 // DefaultOptions are the defaults of the operator's flags.
@@ -47,6 +55,8 @@ func DefaultOptions() Options {
 		HealthInterval: time.Minute,
 		RetryInterval:  200 * time.Millisecond,
 		EtcdTimeout:    5 * time.Second,
+		StatusTimeout:  time.Second,
+		Workers:        8,
 	}
 }
 
@@ -75,6 +85,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		For(&etcdv1.EtcdCluster{}).
 		Owns(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Service{}).

@@ -345,7 +345,9 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 			continue
 		}
 		wg.Go(func() {
-			st, err := cli.Status(tctx, em.ClientURLs[0])
+			sctx, cancel := context.WithTimeout(tctx, r.Options.StatusTimeout)
+			defer cancel()
+			st, err := cli.Status(sctx, em.ClientURLs[0])
 			if err != nil {
 				return
 			}

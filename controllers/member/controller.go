@@ -5,6 +5,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 )
@@ -19,6 +20,8 @@ type Reconciler struct {
 	// member's data is gone.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// Workers is how many members are reconciled at once.
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
@@ -31,6 +34,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
