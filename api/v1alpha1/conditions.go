@@ -90,10 +90,8 @@ const (
 
 	// ReasonPodReady: the member's Pod is Ready (Ready True).
 	ReasonPodReady = "PodReady"
-	// ReasonPodNotReady: the Pod runs but etcd is not ready yet.
+	// ReasonPodNotReady: the Pod is starting, or runs but etcd is not ready.
 	ReasonPodNotReady = "PodNotReady"
-	// ReasonPodPending: the Pod is being created or scheduled.
-	ReasonPodPending = "PodPending"
 	// ReasonWaitingForRegistration: the Pod waits for Registered.
 	ReasonWaitingForRegistration = "WaitingForRegistration"
 	// ReasonDataLost: the member's volume is gone; the member must be replaced.

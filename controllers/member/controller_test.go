@@ -132,7 +132,7 @@ func testRegisteredMemberGetsPod(t *testing.T, c client.Client) {
 			pod := waitPod(t, c, m, "")
 
 			// No kubelet runs the Pod, so it stays Pending.
-			got := waitReady(t, c, m, etcdv1.ReasonPodPending)
+			got := waitReady(t, c, m, etcdv1.ReasonPodNotReady)
 			if !metav1.IsControlledBy(pod, got) {
 				t.Errorf("Pod owners = %v, want controlled by EtcdMember %s", pod.OwnerReferences, m.Name)
 			}

@@ -100,7 +100,7 @@ func (r *Reconciler) ensurePVC(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, fmt.Errorf("own pvc of %s: %w", m.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Creating PVC", "pvc", pvc.Name)
-	if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) && !namespaceTerminating(err) {
 		return ctrl.Result{}, fmt.Errorf("create pvc %s: %w", pvc.Name, err)
 	}
 	s.pvc = pvc
@@ -120,7 +120,7 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, fmt.Errorf("own pod of %s: %w", m.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Creating Pod", "pod", pod.Name, "firstPod", m.Status.PodName == "")
-	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) && !namespaceTerminating(err) {
 		return ctrl.Result{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	s.pod = pod
@@ -132,6 +132,12 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	objectsCreated.WithLabelValues("pod").Inc()
 	return ctrl.Result{}, nil
+}
+
+// namespaceTerminating: the namespace is going away with the member in it;
+// nothing is left to create, and the member's own deletion follows.
+func namespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 // goneForSure asks the API server, not the cache, whether an object is gone.

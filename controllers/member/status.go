@@ -22,21 +22,18 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonPodNotReady, "The member is being removed from the cluster")
 	case !s.registered:
 		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
-	case s.pod == nil:
-		set(false, etcdv1.ReasonPodPending, "The Pod is being created")
 	case podReady(s.pod):
 		set(true, etcdv1.ReasonPodReady, "etcd answers its readiness check")
-	// The messages name no passing detail (like ContainerCreating): each
-	// change of message would be one more write; kubectl describe pod has them.
-	case s.pod.Status.Phase == corev1.PodPending:
-		set(false, etcdv1.ReasonPodPending, fmt.Sprintf("Pod %s is being scheduled or started", s.pod.Name))
 	default:
-		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s runs but etcd does not pass its readiness check yet; a learner stays not ready until it is promoted", s.pod.Name))
+		// One message from creation to ready, naming no passing detail
+		// (like ContainerCreating): each change would be one more write,
+		// and kubectl describe pod has the details.
+		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s is starting or etcd does not pass its readiness check yet; a learner stays not ready until it is promoted", s.member.Name))
 	}
 }
 
 func podReady(p *corev1.Pod) bool {
-	if !p.DeletionTimestamp.IsZero() {
+	if p == nil || !p.DeletionTimestamp.IsZero() {
 		return false
 	}
 	for _, c := range p.Status.Conditions {
