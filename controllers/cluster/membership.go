@@ -292,7 +292,15 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// healthCheckLater brings a quiet cluster back for a health check.
-func (r *Reconciler) healthCheckLater(context.Context, *scope) (ctrl.Result, error) {
+// healthCheckLater brings the cluster back for a health check: soon while a
+// member does not answer (a member that just started or was promoted may miss
+// one status question, and no Kubernetes event follows its recovery), after
+// the health interval once all are healthy.
+func (r *Reconciler) healthCheckLater(_ context.Context, s *scope) (ctrl.Result, error) {
+	for _, em := range s.etcdList {
+		if !s.healthy(em.ID) {
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
+		}
+	}
 	return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 }

@@ -612,3 +612,23 @@ func TestDeleteReleasesMembers(t *testing.T) {
 		t.Errorf("deleting the whole cluster called MemberRemove %d times", n)
 	}
 }
+
+func TestUnhealthyMemberIsCheckedSoon(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	e.formed()
+	e.fake().SetHealthy(e.members()[0].Name, false)
+	if res := e.mustReconcile(); res.RequeueAfter >= e.r.Options.HealthInterval {
+		t.Errorf("requeue with an unhealthy member = %v, want sooner than the health interval", res.RequeueAfter)
+	}
+	if d := condition(e.cluster().Status.Conditions, etcdv1.ConditionDegraded); d.Status != metav1.ConditionTrue || d.Reason != etcdv1.ReasonMembersUnhealthy {
+		t.Errorf("Degraded = %+v", d)
+	}
+	e.fake().SetHealthy(e.members()[0].Name, true)
+	if res := e.mustReconcile(); res.RequeueAfter != e.r.Options.HealthInterval {
+		t.Errorf("requeue when healthy = %v, want the health interval", res.RequeueAfter)
+	}
+	if d := condition(e.cluster().Status.Conditions, etcdv1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v after recovery", d)
+	}
+}
