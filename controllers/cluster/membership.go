@@ -49,6 +49,10 @@ func (r *Reconciler) finishRemovals(ctx context.Context, s *scope) (ctrl.Result,
 			if res, err := r.removeFromEtcd(ctx, s, m, em); err != nil || !res.IsZero() {
 				return res, err
 			}
+		} else if m.Status.MemberID != "" && s.formed {
+			// A MemberRemove whose answer was lost (the member that served it
+			// shut down first) succeeded all the same: etcd no longer lists it.
+			r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberRemoved", "MemberRemove", "Member %s (%s) has left etcd", m.Name, m.Status.MemberID)
 		}
 		ctrl.LoggerFrom(ctx).Info("Releasing member", "member", m.Name)
 		patch := client.MergeFrom(m.DeepCopy())

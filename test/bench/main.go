@@ -7,12 +7,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -26,17 +24,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/internal/manifest"
 )
 
 var (
@@ -158,34 +155,13 @@ func (b *bench) namespace() string {
 }
 
 func (b *bench) installOperator() error {
-	data, err := os.ReadFile(*install)
-	if err != nil {
+	if err := manifest.ApplyFile(b.ctx, b.c, *install, "raftsman-bench"); err != nil {
 		return err
-	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{}
-		if err := utilyaml.Unmarshal(doc, &u.Object); err != nil {
-			return err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := b.c.Patch(b.ctx, u, client.Apply, client.FieldOwner("raftsman-bench"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply %s: %w", u.GetName(), err)
-		}
 	}
 	if err := b.c.DeleteAllOf(b.ctx, &corev1.Pod{}, client.InNamespace("raftsman-system"), client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}); err != nil {
 		return err
 	}
-	_, err = b.poll(2*time.Minute, func() (bool, error) {
+	_, err := b.poll(2*time.Minute, func() (bool, error) {
 		p, err := b.operatorPod()
 		return err == nil && isReady(p), nil
 	})

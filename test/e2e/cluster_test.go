@@ -201,21 +201,27 @@ func kubectl(ctx context.Context, cfg *envconf.Config, args ...string) (string, 
 	return strings.TrimSpace(string(out)), err
 }
 
+// runningCluster creates a cluster of n members, waits until it converged
+// and returns its key and a client of its client Service.
+func runningCluster(ctx context.Context, t *testing.T, k *kube, name string, n int32) (client.ObjectKey, *clientv3.Client) {
+	t.Helper()
+	c := newCluster(namespaceOf(ctx), name, n)
+	start := time.Now()
+	if err := k.c.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(c)
+	waitConverged(ctx, t, k, key, n, 3*time.Minute)
+	t.Logf("%d members Available %.1fs after create", n, time.Since(start).Seconds())
+	return key, etcdClient(ctx, t, k, key)
+}
+
 func TestScaleWhileWriting(t *testing.T) {
 	f := features.New("scale").
 		Assess("3 -> 5 -> 3 -> 1 -> 3 with a client writing throughout loses no acknowledged write", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
 			ns := namespaceOf(ctx)
-			c := newCluster(ns, "scale", 3)
-			key := client.ObjectKeyFromObject(c)
-			start := time.Now()
-			if err := k.c.Create(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
-			t.Logf("3 members Available %.1fs after create", time.Since(start).Seconds())
-
-			cli := etcdClient(ctx, t, k, key)
+			key, cli := runningCluster(ctx, t, k, "scale", 3)
 			w := startWriter(ctx, cli, "scale/")
 			for _, n := range []int32{5, 3, 1} {
 				step := time.Now()
@@ -271,13 +277,7 @@ func TestMemberPodComesBackWithItsIdentity(t *testing.T) {
 		Assess("a deleted member Pod returns with the same member ID and data", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
 			ns := namespaceOf(ctx)
-			c := newCluster(ns, "heal", 3)
-			key := client.ObjectKeyFromObject(c)
-			if err := k.c.Create(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
-			cli := etcdClient(ctx, t, k, key)
+			key, cli := runningCluster(ctx, t, k, "heal", 3)
 			before := memberIDs(ctx, t, cli)
 			w := startWriter(ctx, cli, "heal/")
 
@@ -326,13 +326,7 @@ func TestOperatorKilledDuringScaleUp(t *testing.T) {
 		Assess("killing the operator in the middle of a scale-up leaves no extra member", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
 			ns := namespaceOf(ctx)
-			c := newCluster(ns, "crash", 3)
-			key := client.ObjectKeyFromObject(c)
-			if err := k.c.Create(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
-			cli := etcdClient(ctx, t, k, key)
+			key, cli := runningCluster(ctx, t, k, "crash", 3)
 			w := startWriter(ctx, cli, "crash/")
 
 			setReplicas(ctx, t, k, key, 5)

@@ -3,13 +3,8 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,10 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -28,6 +21,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/internal/manifest"
 )
 
 // kube is a typed client and a clientset for the cluster under test.
@@ -65,33 +59,9 @@ func mustKube(t *testing.T, cfg *envconf.Config) *kube {
 	return k
 }
 
-// applyFile server-side applies every object of a multi-document YAML file,
-// like kubectl apply --server-side.
+// applyFile server-side applies a manifest, like kubectl apply --server-side.
 func (k *kube) applyFile(ctx context.Context, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{}
-		if err := utilyaml.Unmarshal(doc, &u.Object); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := k.c.Patch(ctx, u, client.Apply, client.FieldOwner("raftsman-e2e"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-	}
+	return manifest.ApplyFile(ctx, k.c, path, "raftsman-e2e")
 }
 
 const operatorNamespace = "raftsman-system"
