@@ -25,6 +25,7 @@ const (
 	msgMedium         = "spec.storage.medium cannot change once the cluster exists"
 	msgElection       = "spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis"
 	msgOwnedFlag      = "spec.options.extraArgs cannot set a flag the operator owns"
+	msgTypedFlag      = "spec.options.extraArgs cannot set a flag that has a typed field in spec.options"
 	msgLeadingDashes  = "spec.options.extraArgs keys are flag names without leading dashes"
 	msgClusterName    = "spec.clusterName cannot change"
 	msgPeerURL        = "spec.peerURL cannot change"
@@ -197,6 +198,11 @@ func testClusterValidation(t *testing.T, c client.Client) {
 	for _, f := range ownedFlags {
 		cases = append(cases,
 			tc{name: "owned flag " + f, spec: extraArgs(f, "x"), wantErr: []string{msgOwnedFlag}})
+	}
+	// A flag given both ways would silently override its typed field.
+	for _, f := range []string{"quota-backend-bytes", "auto-compaction-mode", "auto-compaction-retention", "snapshot-count", "heartbeat-interval", "election-timeout", "max-request-bytes"} {
+		cases = append(cases,
+			tc{name: "typed flag " + f, spec: extraArgs(f, "1"), wantErr: []string{msgTypedFlag}})
 	}
 
 	for _, tc := range cases {
