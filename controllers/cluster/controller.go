@@ -12,10 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -83,6 +85,9 @@ type Reconciler struct {
 // cluster, of its EtcdMembers, Services and PDB, and of its member Pods (a
 // learner's Pod starting is what makes it worth trying to promote it).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := kube.Register(metrics.Registry, clusterCollector{reader: mgr.GetCache()}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).

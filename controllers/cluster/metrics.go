@@ -1,12 +1,18 @@
 package cluster
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
 )
 
 // membershipOperations counts etcd membership calls by operation and result
@@ -30,4 +36,59 @@ func observe(operation string, err error) {
 		result = "error"
 	}
 	membershipOperations.WithLabelValues(operation, result).Inc()
+}
+
+// The cluster gauges are computed from the cache at each scrape, so the
+// series of a deleted cluster go with it and nothing is written on the hot
+// path of a reconcile.
+var (
+	clusterConditionDesc = prometheus.NewDesc("raftsman_etcdcluster_status_condition",
+		"Conditions of an EtcdCluster: 1 for the current status of each condition type, 0 for the others.", kube.ConditionLabels, nil)
+	clusterReplicasDesc = prometheus.NewDesc("raftsman_etcdcluster_replicas",
+		"Members an EtcdCluster asks for.", []string{"namespace", "name"}, nil)
+	clusterReadyDesc = prometheus.NewDesc("raftsman_etcdcluster_ready_replicas",
+		"Healthy voting members of an EtcdCluster.", []string{"namespace", "name"}, nil)
+	clusterLearnersDesc = prometheus.NewDesc("raftsman_etcdcluster_learners",
+		"Learners of an EtcdCluster.", []string{"namespace", "name"}, nil)
+	clusterHealthyDesc = prometheus.NewDesc("raftsman_etcdcluster_members_healthy",
+		"Members of an EtcdCluster that answered their last status request.", []string{"namespace", "name"}, nil)
+)
+
+// clusterCollector reports every EtcdCluster the cache holds.
+type clusterCollector struct{ reader client.Reader }
+
+func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc} {
+		ch <- d
+	}
+}
+
+func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list := &etcdv1.EtcdClusterList{}
+	if err := c.reader.List(ctx, list); err != nil {
+		ch <- prometheus.NewInvalidMetric(clusterConditionDesc, err)
+		return
+	}
+	for i := range list.Items {
+		ec := &list.Items[i]
+		kube.CollectConditions(ch, clusterConditionDesc, ec.Namespace, ec.Name, ec.Status.Conditions)
+		learners, healthy := 0, 0
+		for _, m := range ec.Status.Members {
+			if m.Role == etcdv1.RoleLearner {
+				learners++
+			}
+			if m.Healthy {
+				healthy++
+			}
+		}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, ec.Namespace, ec.Name)
+		}
+		gauge(clusterReplicasDesc, float64(resources.Replicas(ec)))
+		gauge(clusterReadyDesc, float64(ec.Status.ReadyReplicas))
+		gauge(clusterLearnersDesc, float64(learners))
+		gauge(clusterHealthyDesc, float64(healthy))
+	}
 }

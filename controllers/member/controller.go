@@ -6,8 +6,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -32,6 +34,9 @@ type Reconciler struct {
 // SetupWithManager registers the controller: it runs on every change of an
 // EtcdMember and of the Pods and PVCs the member owns.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := kube.Register(metrics.Registry, memberCollector{reader: mgr.GetCache()}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).

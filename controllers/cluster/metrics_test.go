@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+func TestClusterCollector(t *testing.T) {
+	t.Parallel()
+	ec := &etcdv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"},
+		Spec:       etcdv1.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: "3.6.16"},
+		Status: etcdv1.EtcdClusterStatus{
+			ReadyReplicas: 2,
+			Conditions: []metav1.Condition{{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonQuorumHealthy}},
+			Members: []etcdv1.ClusterMemberStatus{
+				{Name: "a", Role: etcdv1.RoleVoter, Healthy: true},
+				{Name: "b", Role: etcdv1.RoleVoter, Healthy: true},
+				{Name: "c", Role: etcdv1.RoleLearner},
+			},
+		},
+	}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(ec).Build()
+	col := clusterCollector{reader: c}
+	want := `
+# HELP raftsman_etcdcluster_status_condition Conditions of an EtcdCluster: 1 for the current status of each condition type, 0 for the others.
+# TYPE raftsman_etcdcluster_status_condition gauge
+raftsman_etcdcluster_status_condition{name="demo",namespace="ns",reason="QuorumHealthy",status="False",type="Available"} 0
+raftsman_etcdcluster_status_condition{name="demo",namespace="ns",reason="QuorumHealthy",status="True",type="Available"} 1
+raftsman_etcdcluster_status_condition{name="demo",namespace="ns",reason="QuorumHealthy",status="Unknown",type="Available"} 0
+# HELP raftsman_etcdcluster_replicas Members an EtcdCluster asks for.
+# TYPE raftsman_etcdcluster_replicas gauge
+raftsman_etcdcluster_replicas{name="demo",namespace="ns"} 3
+# HELP raftsman_etcdcluster_ready_replicas Healthy voting members of an EtcdCluster.
+# TYPE raftsman_etcdcluster_ready_replicas gauge
+raftsman_etcdcluster_ready_replicas{name="demo",namespace="ns"} 2
+# HELP raftsman_etcdcluster_learners Learners of an EtcdCluster.
+# TYPE raftsman_etcdcluster_learners gauge
+raftsman_etcdcluster_learners{name="demo",namespace="ns"} 1
+# HELP raftsman_etcdcluster_members_healthy Members of an EtcdCluster that answered their last status request.
+# TYPE raftsman_etcdcluster_members_healthy gauge
+raftsman_etcdcluster_members_healthy{name="demo",namespace="ns"} 2
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	// The series of a deleted cluster disappear.
+	if err := c.Delete(context.Background(), ec); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(col); n != 0 {
+		t.Errorf("%d series left after the cluster was deleted", n)
+	}
+}
