@@ -278,6 +278,12 @@ func TestMemberPodComesBackWithItsIdentity(t *testing.T) {
 			k := mustKube(t, cfg)
 			ns := namespaceOf(ctx)
 			key, cli := runningCluster(ctx, t, k, "heal", 3)
+			// The operator reports the cluster's conditions for Prometheus.
+			want := fmt.Sprintf(`raftsman_etcdcluster_status_condition{name="heal",namespace="%s",reason="QuorumHealthy",status="True",type="Available"} 1`, key.Namespace)
+			waitFor(ctx, t, 30*time.Second, "the Available series on /metrics", func() (bool, error) {
+				out, err := k.operatorMetrics(ctx)
+				return strings.Contains(out, want), err
+			})
 			before := memberIDs(ctx, t, cli)
 			w := startWriter(ctx, cli, "heal/")
 

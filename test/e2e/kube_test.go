@@ -87,6 +87,22 @@ func (k *kube) restartOperator(ctx context.Context) error {
 	})
 }
 
+// operatorMetrics scrapes the operator's /metrics through the API server's
+// Pod proxy, which works from outside any cluster.
+func (k *kube) operatorMetrics(ctx context.Context) (string, error) {
+	pods := &corev1.PodList{}
+	if err := k.c.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}); err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			out, err := k.cs.CoreV1().Pods(operatorNamespace).ProxyGet("http", p.Name, "8080", "metrics", nil).DoRaw(ctx)
+			return string(out), err
+		}
+	}
+	return "", fmt.Errorf("no ready operator Pod")
+}
+
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
