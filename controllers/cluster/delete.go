@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -24,7 +25,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *etcdv1.EtcdCluster)
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !metav1IsControlledBy(m, c) {
+		if !metav1.IsControlledBy(m, c) {
 			continue
 		}
 		patch := client.MergeFrom(m.DeepCopy())

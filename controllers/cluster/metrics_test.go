@@ -20,7 +20,7 @@ func TestClusterCollector(t *testing.T) {
 		Spec:       etcdv1.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: "3.6.16"},
 		Status: etcdv1.EtcdClusterStatus{
 			ReadyReplicas: 2,
-			Conditions: []metav1.Condition{{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonQuorumHealthy}},
+			Conditions:    []metav1.Condition{{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonQuorumHealthy}},
 			Members: []etcdv1.ClusterMemberStatus{
 				{Name: "a", Role: etcdv1.RoleVoter, Healthy: true},
 				{Name: "b", Role: etcdv1.RoleVoter, Healthy: true},

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,7 +105,7 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}}
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !metav1IsControlledBy(m, c) {
+		if !metav1.IsControlledBy(m, c) {
 			continue
 		}
 		s.members = append(s.members, m)
@@ -117,15 +118,6 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		return strings.Compare(a.Name, b.Name)
 	})
 	return s, nil
-}
-
-func metav1IsControlledBy(m *etcdv1.EtcdMember, c *etcdv1.EtcdCluster) bool {
-	for _, o := range m.OwnerReferences {
-		if o.UID == c.UID && o.Controller != nil && *o.Controller {
-			return true
-		}
-	}
-	return false
 }
 
 // patchStatuses writes the cluster's status and that of each member whose
