@@ -73,8 +73,6 @@ const (
 	ReasonMembersHealthy = "MembersHealthy"
 	// ReasonMembersUnhealthy: some member does not answer (Degraded True).
 	ReasonMembersUnhealthy = "MembersUnhealthy"
-	// ReasonMembersMissing: fewer members run than the spec asks for.
-	ReasonMembersMissing = "MembersMissing"
 	// ReasonEtcdError: an etcd call failed in an unexpected way.
 	ReasonEtcdError = "EtcdError"
 )

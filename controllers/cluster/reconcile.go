@@ -79,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		setStatus(s)
 		err := r.patchStatuses(ctx, s)
-		if kube.IsConflict(err) && retErr == nil {
+		if apierrors.IsConflict(err) && retErr == nil {
 			// Another controller wrote a member's status meanwhile; what
 			// this pass learnt is found again from etcd on the next one.
 			res = ctrl.Result{RequeueAfter: conflictRetry}

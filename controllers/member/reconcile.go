@@ -44,7 +44,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		setReadyCondition(s)
 		err := kube.PatchStatus(ctx, r.Client, s.base, m)
-		if kube.IsConflict(err) && retErr == nil {
+		if apierrors.IsConflict(err) && retErr == nil {
 			// The cluster controller wrote the member's status meanwhile.
 			res = ctrl.Result{RequeueAfter: conflictRetry}
 			return

@@ -5,10 +5,8 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,13 +51,6 @@ func PatchStatus(ctx context.Context, c client.Client, base, obj client.Object) 
 		return fmt.Errorf("patch status of %s: %w", obj.GetName(), err)
 	}
 	return nil
-}
-
-// IsConflict reports whether err, possibly joined or wrapped, holds an
-// optimistic-lock conflict: another writer changed the object first.
-func IsConflict(err error) bool {
-	var status apierrors.APIStatus
-	return errors.As(err, &status) && apierrors.IsConflict(err)
 }
 
 // IsTrue reports whether the condition is True for the object's current
