@@ -8,12 +8,14 @@ import (
 
 	"github.com/raftsman/raftsman/controllers/cluster"
 	"github.com/raftsman/raftsman/controllers/member"
+	"github.com/raftsman/raftsman/controllers/tls"
 	"github.com/raftsman/raftsman/pkg/etcd"
 )
 
 // Options configure every controller.
 type Options struct {
 	Cluster cluster.Options
+	TLS     tls.Options
 	// Etcd makes the etcd clients; a fake in tests.
 	Etcd etcd.Factory
 }
@@ -41,6 +43,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Workers:   opts.Cluster.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the member controller: %w", err)
+	}
+	opts.TLS.ClusterDomain = opts.Cluster.ClusterDomain
+	opts.TLS.EtcdTimeout = opts.Cluster.EtcdTimeout
+	if err := (&tls.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("raftsman-" + tls.ControllerName),
+		Etcd:      opts.Etcd,
+		Options:   opts.TLS,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the tls controller: %w", err)
 	}
 	return nil
 }

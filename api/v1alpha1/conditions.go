@@ -10,6 +10,8 @@ package v1alpha1
 //	| EtcdCluster | Available    | controllers/cluster |
 //	| EtcdCluster | Progressing  | controllers/cluster |
 //	| EtcdCluster | Degraded     | controllers/cluster |
+//	| EtcdCluster | TLSReady     | controllers/tls     |
+//	| EtcdCluster | AuthReady    | controllers/tls     |
 //	| EtcdMember  | Registered   | controllers/cluster |
 //	| EtcdMember  | Ready        | controllers/member  |
 const (
@@ -21,6 +23,14 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True when a member is unhealthy or missing.
 	ConditionDegraded = "Degraded"
+
+	// ConditionTLSReady is True when the cluster's certificates are in the
+	// Secrets named in status.tls (or TLS is disabled). The cluster and
+	// member controllers create no member and no Pod before.
+	ConditionTLSReady = "TLSReady"
+	// ConditionAuthReady is True when etcd's authentication is as the spec
+	// says: on with the root password of the Secret in status.auth, or off.
+	ConditionAuthReady = "AuthReady"
 
 	// ConditionRegistered is True once etcd knows the member: it is one of
 	// the initial members of a new cluster, or it was added as a learner.
@@ -37,6 +47,8 @@ var Owners = map[string]map[string]string{
 		ConditionAvailable:   "cluster",
 		ConditionProgressing: "cluster",
 		ConditionDegraded:    "cluster",
+		ConditionTLSReady:    "tls",
+		ConditionAuthReady:   "tls",
 	},
 	"EtcdMember": {
 		ConditionRegistered: "cluster",
@@ -75,6 +87,41 @@ const (
 	ReasonMembersUnhealthy = "MembersUnhealthy"
 	// ReasonEtcdError: an etcd call failed in an unexpected way.
 	ReasonEtcdError = "EtcdError"
+)
+
+// Reasons of the TLSReady and AuthReady conditions.
+const (
+	// ReasonCertificatesReady: every certificate is in its Secret (TLSReady True).
+	ReasonCertificatesReady = "CertificatesReady"
+	// ReasonTLSDisabled: spec.tls.disabled is true (TLSReady True).
+	ReasonTLSDisabled = "TLSDisabled"
+	// ReasonSecretNotFound: a Secret named in the spec does not exist.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretInvalid: a Secret's certificate, key or CA is unusable;
+	// the message says which key and why.
+	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonCertManagerNotInstalled: the certManager source is used but
+	// cert-manager's Certificate kind is not served.
+	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
+	// ReasonCertificatePending: cert-manager has not issued a certificate yet.
+	ReasonCertificatePending = "CertificatePending"
+	// ReasonIssueFailed: the operator could not write a certificate.
+	ReasonIssueFailed = "IssueFailed"
+
+	// ReasonAuthEnabled: authentication is on (AuthReady True).
+	ReasonAuthEnabled = "AuthEnabled"
+	// ReasonAuthDisabled: authentication is off as asked (AuthReady True).
+	ReasonAuthDisabled = "AuthDisabled"
+	// ReasonWaitingForAvailable: auth changes wait for the cluster to be
+	// Available.
+	ReasonWaitingForAvailable = "WaitingForAvailable"
+	// ReasonCredentialsInvalid: the root credentials Secret is missing or
+	// has no password.
+	ReasonCredentialsInvalid = "CredentialsInvalid"
+
+	// ReasonWaitingForTLS: the cluster controller waits for TLSReady
+	// (Progressing True).
+	ReasonWaitingForTLS = "WaitingForTLS"
 )
 
 // Reasons of EtcdMember conditions.

@@ -8,6 +8,7 @@ import (
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.storage) || !has(self.storage) || (has(self.storage.medium) && self.storage.medium == 'Memory') == (has(oldSelf.storage.medium) && oldSelf.storage.medium == 'Memory')",message="spec.storage.medium cannot change once the cluster exists: create a new cluster and move the data with a backup"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || ((!has(self.tls.disabled) || !self.tls.disabled) && (!has(self.tls.client.mutual) || self.tls.client.mutual))",message="spec.auth.enabled needs TLS with client certificates (spec.tls.client.mutual, the default): the operator acts as root with its client certificate"
 type EtcdClusterSpec struct {
 	// Replicas is the number of etcd members. Odd numbers tolerate the most
 	// failures for their size; an even number is allowed and the status warns.
@@ -43,6 +44,16 @@ type EtcdClusterSpec struct {
 	// Options are etcd settings.
 	// +optional
 	Options EtcdOptions `json:"options,omitempty"`
+
+	// TLS of peer and client connections: on by default, with certificates
+	// from a CA the operator keeps for the cluster.
+	// +kubebuilder:default={}
+	// +optional
+	TLS TLSSpec `json:"tls"`
+
+	// Auth turns on etcd's user authentication.
+	// +optional
+	Auth AuthSpec `json:"auth,omitempty"`
 }
 
 // StorageMedium says where a member keeps its data.
@@ -217,6 +228,14 @@ type EtcdClusterStatus struct {
 	// Version is the lowest etcd version the members run.
 	// +optional
 	Version string `json:"version,omitempty"`
+
+	// TLS names the Secrets with the cluster's certificates.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+
+	// Auth is the state of etcd's authentication.
+	// +optional
+	Auth *AuthStatus `json:"auth,omitempty"`
 
 	// Members as etcd reports them.
 	// +optional

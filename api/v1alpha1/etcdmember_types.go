@@ -67,6 +67,10 @@ type EtcdMemberSpec struct {
 	// Options are etcd settings.
 	// +optional
 	Options EtcdOptions `json:"options,omitempty"`
+
+	// TLS names the Secrets the member mounts; nil when TLS is disabled.
+	// +optional
+	TLS *MemberTLS `json:"tls,omitempty"`
 }
 
 // EtcdMemberStatus is the observed state of one member.

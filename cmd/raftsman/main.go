@@ -15,6 +15,7 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/controllers"
 	"github.com/raftsman/raftsman/controllers/cluster"
+	"github.com/raftsman/raftsman/controllers/tls"
 	"github.com/raftsman/raftsman/pkg/kube"
 )
 
@@ -22,7 +23,7 @@ func main() {
 	var (
 		metricsAddr, probeAddr string
 		leaderElect            bool
-		opts                   = controllers.Options{Cluster: cluster.DefaultOptions()}
+		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions()}
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 turns it off.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness endpoints.")
@@ -33,6 +34,8 @@ func main() {
 	flag.DurationVar(&opts.Cluster.RetryInterval, "retry-interval", opts.Cluster.RetryInterval, "How soon a membership change etcd refused for now is tried again.")
 	flag.DurationVar(&opts.Cluster.EtcdTimeout, "etcd-timeout", opts.Cluster.EtcdTimeout, "Timeout of each etcd call.")
 	flag.DurationVar(&opts.Cluster.StatusTimeout, "status-timeout", opts.Cluster.StatusTimeout, "Timeout of the health question to one etcd member.")
+	flag.DurationVar(&opts.TLS.CALifetime, "ca-lifetime", opts.TLS.CALifetime, "Lifetime of the CA the operator makes for each etcd cluster.")
+	flag.DurationVar(&opts.TLS.UserSecretInterval, "user-secret-interval", opts.TLS.UserSecretInterval, "How often Secrets that users bring (certificates, root credentials) are read again.")
 	flag.IntVar(&opts.Cluster.Workers, "workers", opts.Cluster.Workers, "How many clusters, and how many members, are reconciled at once.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -53,6 +56,7 @@ func main() {
 	kube.CountWrites(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         kube.CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        probeAddr,
 		LeaderElection:                leaderElect,

@@ -83,7 +83,7 @@ func testBootstrap(t *testing.T, e *env) {
 			t.Errorf("%s: initialCluster = %q, want the same as %s: %q", m.Name, m.Spec.InitialCluster, ms[0].Name, initial)
 		case !strings.Contains(initial, m.Name+"="+m.Spec.PeerURL):
 			t.Errorf("initialCluster %q lacks %s=%s", initial, m.Name, m.Spec.PeerURL)
-		case m.Spec.PeerURL != resources.PeerURL(clusterName, m.Name, e.ns, "cluster.local"):
+		case m.Spec.PeerURL != resources.PeerURL(cl, m.Name, "cluster.local"):
 			t.Errorf("%s: peerURL = %q", m.Name, m.Spec.PeerURL)
 		case m.Spec.ClusterToken != string(cl.UID):
 			t.Errorf("%s: clusterToken = %q, want the cluster's UID %s", m.Name, m.Spec.ClusterToken, cl.UID)

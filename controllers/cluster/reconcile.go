@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/credentials"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
@@ -87,13 +88,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		retErr = errors.Join(retErr, err)
 	}()
-	// 1. Services and PDB; 2. bootstrap a new cluster; 3. learn etcd's view;
-	// 4. finish removals; 5. replace lost members; 6. scale down; 7. scale
-	// up: create the EtcdMember, 8. add it as a learner, 9. promote it;
-	// 10. come back for a health check.
+	// 1. Services and PDB; 2. wait for the certificates of a new cluster,
+	// 3. bootstrap it; 4. learn etcd's view; 5. wait for the certificates of
+	// this generation; 6. finish removals; 7. replace lost members; 8. scale
+	// down; 9. scale up: create the EtcdMember, 10. add it as a learner,
+	// 11. promote it; 12. come back for a health check.
 	return kube.Run(ctx, s,
-		r.ensureServices, r.ensurePDB, r.bootstrap, r.observeEtcd,
-		r.finishRemovals, r.replaceLostMembers, r.scaleDown, r.scaleUp,
+		r.ensureServices, r.ensurePDB, r.waitForTLS(true), r.bootstrap, r.observeEtcd,
+		r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.scaleDown, r.scaleUp,
 		r.addLearners, r.promoteLearners, r.healthCheckLater)
 }
 
@@ -215,11 +217,45 @@ func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClust
 		InitialClusterState: state,
 		InitialCluster:      initialCluster,
 		ClusterToken:        string(c.UID),
-		PeerURL:             resources.PeerURL(c.Name, name, c.Namespace, d),
-		ClientURL:           resources.ClientURL(c.Name, name, c.Namespace, d),
+		PeerURL:             resources.PeerURL(c, name, d),
+		ClientURL:           resources.ClientURL(c, name, d),
 		Resources:           c.Spec.Resources,
 		PodTemplate:         c.Spec.PodTemplate,
 		Options:             c.Spec.Options,
+		TLS:                 memberTLS(c),
+	}
+}
+
+// memberTLS is what a member mounts, by the names in status.tls.
+func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
+	if c.Spec.TLS.Disabled || c.Status.TLS == nil {
+		return nil
+	}
+	return &etcdv1.MemberTLS{
+		PeerSecretName:   c.Status.TLS.PeerSecretName,
+		ServerSecretName: c.Status.TLS.ServerSecretName,
+		ClientCertAuth:   c.Spec.TLS.Client.IsMutual(),
+	}
+}
+
+// waitForTLS holds every membership change back until the tls controller
+// has the cluster's certificates for its current generation: members are
+// created with the Secret names of status.tls and must find them filled.
+// A formed cluster is still observed meanwhile (the Secrets of its running
+// members stay), so bootstrapOnly lets observation pass.
+func (r *Reconciler) waitForTLS(bootstrapOnly bool) kube.Step[*scope] {
+	return func(_ context.Context, s *scope) (ctrl.Result, error) {
+		c := s.cluster
+		if bootstrapOnly && c.Status.ClusterID != "" {
+			return ctrl.Result{}, nil
+		}
+		if kube.IsTrue(c.Status.Conditions, etcdv1.ConditionTLSReady, c.Generation) && (c.Spec.TLS.Disabled || c.Status.TLS != nil) {
+			return ctrl.Result{}, nil
+		}
+		s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForTLS, "Membership changes wait for the TLSReady condition of this generation (set by the tls controller)"
+		// The condition's change wakes this controller; the requeue is a
+		// backstop only.
+		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 	}
 }
 
@@ -278,7 +314,7 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 			name := newMemberName(s.cluster.Name, func(n string) bool {
 				return slices.ContainsFunc(pairs, func(p [2]string) bool { return p[0] == n })
 			})
-			pairs = append(pairs, [2]string{name, resources.PeerURL(s.cluster.Name, name, s.cluster.Namespace, r.Options.ClusterDomain)})
+			pairs = append(pairs, [2]string{name, resources.PeerURL(s.cluster, name, r.Options.ClusterDomain)})
 		}
 		initial = resources.InitialCluster(pairs)
 		ctrl.LoggerFrom(ctx).Info("Bootstrapping a new etcd cluster", "initialCluster", initial)
@@ -306,7 +342,11 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	for _, m := range s.members {
 		endpoints = append(endpoints, m.Spec.ClientURL)
 	}
-	cli, err := r.Etcd.Get(ctx, client.ObjectKeyFromObject(s.cluster).String(), endpoints)
+	creds, err := credentials.Load(ctx, r.Client, s.cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	cli, err := r.Etcd.Get(ctx, client.ObjectKeyFromObject(s.cluster).String(), endpoints, creds)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

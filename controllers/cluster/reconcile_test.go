@@ -52,7 +52,11 @@ func newEnv(t *testing.T, replicas int32, funcs interceptor.Funcs) *env {
 	t.Helper()
 	c := &etcdv1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: "uid-1", Generation: 1},
-		Spec:       etcdv1.EtcdClusterSpec{Replicas: ptr.To(replicas), Version: "3.6.16"},
+		Spec:       etcdv1.EtcdClusterSpec{Replicas: ptr.To(replicas), Version: "3.6.16", TLS: etcdv1.TLSSpec{Disabled: true}},
+		// The tls controller's part of the contract.
+		Status: etcdv1.EtcdClusterStatus{Conditions: []metav1.Condition{{
+			Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonTLSDisabled, ObservedGeneration: 1,
+		}}},
 	}
 	cl := fake.NewClientBuilder().WithScheme(testScheme(t)).
 		WithObjects(c).
@@ -116,6 +120,12 @@ func (e *env) setReplicas(n int32) {
 	c.Spec.Replicas = ptr.To(n)
 	c.Generation++
 	if err := e.c.Update(context.Background(), c); err != nil {
+		e.t.Fatal(err)
+	}
+	// Play the tls controller, which confirms TLSReady for each generation.
+	c = e.cluster()
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonTLSDisabled, ObservedGeneration: c.Generation})
+	if err := e.c.Status().Update(context.Background(), c); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/raftsman/raftsman/controllers/cluster"
+	"github.com/raftsman/raftsman/controllers/tls"
 	"github.com/raftsman/raftsman/internal/testenv"
 	"github.com/raftsman/raftsman/pkg/etcd"
 )
@@ -38,11 +39,22 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 	opts.HealthInterval = 500 * time.Millisecond
 	opts.EtcdTimeout = 2 * time.Second
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
-		return (&cluster.Reconciler{
+		if err := (&cluster.Reconciler{
 			Client:   mgr.GetClient(),
 			Recorder: mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
 			Etcd:     factory,
 			Options:  opts,
+		}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		// The real tls controller: the clusters run with the default TLS,
+		// and the cluster controller waits for its TLSReady.
+		return (&tls.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("raftsman-" + tls.ControllerName),
+			Etcd:      factory,
+			Options:   tls.DefaultOptions(),
 		}).SetupWithManager(mgr)
 	})
 	return c, factory

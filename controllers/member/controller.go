@@ -1,12 +1,20 @@
 package member
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/kube"
@@ -27,6 +35,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -43,5 +52,37 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
+		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMembers), builder.WithPredicates(tlsReadyChanged{})).
 		Complete(r)
+}
+
+// clusterToMembers maps a cluster to its members, for the first Pods that
+// wait for TLSReady.
+func (r *Reconciler) clusterToMembers(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{etcdv1.ClusterLabel: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, m := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Name}})
+	}
+	return reqs
+}
+
+// tlsReadyChanged passes cluster updates that change TLSReady.
+type tlsReadyChanged struct{ predicate.Funcs }
+
+func (tlsReadyChanged) Create(event.CreateEvent) bool   { return false }
+func (tlsReadyChanged) Delete(event.DeleteEvent) bool   { return false }
+func (tlsReadyChanged) Generic(event.GenericEvent) bool { return false }
+
+func (tlsReadyChanged) Update(e event.UpdateEvent) bool {
+	oldC, okOld := e.ObjectOld.(*etcdv1.EtcdCluster)
+	newC, okNew := e.ObjectNew.(*etcdv1.EtcdCluster)
+	if !okOld || !okNew {
+		return false
+	}
+	return kube.IsTrue(oldC.Status.Conditions, etcdv1.ConditionTLSReady, oldC.Generation) !=
+		kube.IsTrue(newC.Status.Conditions, etcdv1.ConditionTLSReady, newC.Generation)
 }

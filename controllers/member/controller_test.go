@@ -352,7 +352,8 @@ func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: 
 // newMember creates an EtcdMember as the cluster controller would.
 func newMember(t *testing.T, c client.Client, ns, name string, mutate func(*etcdv1.EtcdMemberSpec)) *etcdv1.EtcdMember {
 	t.Helper()
-	peer := resources.PeerURL(clusterName, name, ns, "cluster.local")
+	cl := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{TLS: etcdv1.TLSSpec{Disabled: true}}}
+	peer := resources.PeerURL(cl, name, "cluster.local")
 	m := &etcdv1.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: resources.ClusterLabels(clusterName)},
 		Spec: etcdv1.EtcdMemberSpec{
@@ -363,7 +364,7 @@ func newMember(t *testing.T, c client.Client, ns, name string, mutate func(*etcd
 			InitialCluster:      resources.InitialCluster([][2]string{{name, peer}}),
 			ClusterToken:        "token-" + ns,
 			PeerURL:             peer,
-			ClientURL:           resources.ClientURL(clusterName, name, ns, "cluster.local"),
+			ClientURL:           resources.ClientURL(cl, name, "cluster.local"),
 			Options:             etcdv1.EtcdOptions{ExtraArgs: map[string]string{"log-level": "warn"}},
 		},
 	}

@@ -32,6 +32,9 @@ type scope struct {
 	// dataLost: the member's data is gone (its PVC vanished after it was
 	// created, or its tmpfs Pod went away); it must be replaced.
 	dataLost bool
+	// waitingForTLS: the member's first Pod waits for the cluster's
+	// TLSReady condition.
+	waitingForTLS bool
 }
 
 // Reconcile keeps the member's PVC and Pod.
@@ -115,6 +118,15 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 	if !s.registered || s.dataLost || s.pod != nil {
 		return ctrl.Result{}, nil
 	}
+	if m.Spec.TLS != nil && m.Status.PodName == "" {
+		// Later Pods of the member mount the Secrets its first Pod ran with,
+		// which the tls controller only ever replaces with good ones.
+		ready, err := r.clusterTLSReady(ctx, m)
+		if err != nil || !ready {
+			s.waitingForTLS = !ready
+			return ctrl.Result{}, err
+		}
+	}
 	pod := resources.MemberPod(m, m.Status.PodName == "")
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("own pod of %s: %w", m.Name, err)
@@ -132,6 +144,19 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	objectsCreated.WithLabelValues("pod").Inc()
 	return ctrl.Result{}, nil
+}
+
+// clusterTLSReady says whether the member's cluster has its certificates;
+// a change of the condition wakes this controller.
+func (r *Reconciler) clusterTLSReady(ctx context.Context, m *etcdv1.EtcdMember) (bool, error) {
+	c := &etcdv1.EtcdCluster{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("get cluster %s: %w", m.Spec.ClusterName, err)
+	}
+	return kube.IsTrue(c.Status.Conditions, etcdv1.ConditionTLSReady, c.Generation), nil
 }
 
 // namespaceTerminating: the namespace is going away with the member in it;

@@ -22,6 +22,8 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonPodNotReady, "The member is being removed from the cluster")
 	case !s.registered:
 		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
+	case s.waitingForTLS:
+		set(false, etcdv1.ReasonWaitingForTLS, "The first Pod waits for the cluster's TLSReady condition: its certificates are not ready")
 	case podReady(s.pod):
 		set(true, etcdv1.ReasonPodReady, "etcd answers its readiness check")
 	default:

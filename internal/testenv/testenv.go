@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 // cacheSyncTimeout bounds the wait for the manager's cache: far more than it
@@ -95,6 +96,7 @@ func StartManager(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, setup 
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
+		Cache:   kube.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// go test -count=N runs the suite N times in one process, each
 		// with a manager of its own that registers the same controller.

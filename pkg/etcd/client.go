@@ -48,12 +48,42 @@ type Client interface {
 	MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error
 	// Status asks one member, at its client URL, for its status.
 	Status(ctx context.Context, endpoint string) (Status, error)
+
+	// AuthEnabled says whether etcd's authentication is on.
+	AuthEnabled(ctx context.Context) (bool, error)
+	// EnableAuth creates the root role and the root user with this
+	// password, grants the role and enables authentication. Every part of it
+	// may run again: what exists is kept, and the password is set anyway.
+	EnableAuth(ctx context.Context, rootPassword string) error
+	// SetRootPassword changes the root user's password.
+	SetRootPassword(ctx context.Context, password string) error
+	// DisableAuth turns authentication off.
+	DisableAuth(ctx context.Context) error
+}
+
+// Credentials are what the operator presents to etcd: PEM client
+// certificate, key and the CA bundle that signs the servers. Empty means a
+// plain connection.
+type Credentials struct {
+	CertPEM, KeyPEM, CAPEM []byte
+}
+
+// TLS says whether the connection uses TLS.
+func (c Credentials) TLS() bool { return len(c.CAPEM) > 0 }
+
+// Scheme is the URL scheme of the connection.
+func (c Credentials) Scheme() string {
+	if c.TLS() {
+		return "https"
+	}
+	return "http"
 }
 
 // Factory gives the client of one cluster, cached by key.
 type Factory interface {
-	// Get returns a client for the cluster key that talks to endpoints.
-	Get(ctx context.Context, key string, endpoints []string) (Client, error)
+	// Get returns a client for the cluster key that talks to endpoints
+	// with these credentials; new credentials make a new client.
+	Get(ctx context.Context, key string, endpoints []string, creds Credentials) (Client, error)
 	// Forget closes and drops the client of the cluster key.
 	Forget(key string)
 }

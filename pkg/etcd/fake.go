@@ -20,6 +20,11 @@ type Fake struct {
 	version string
 	fail    map[string][]error
 	calls   map[string]int
+
+	authEnabled  bool
+	rootPassword string
+	// creds are the credentials of the last Get of this cluster.
+	creds Credentials
 }
 
 type fakeMember struct {
@@ -295,6 +300,63 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 	return Status{}, fmt.Errorf("%w: %s", ErrUnreachable, endpoint)
 }
 
+// AuthEnabled implements Client.
+func (f *Fake) AuthEnabled(context.Context) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("AuthEnabled"); err != nil {
+		return false, err
+	}
+	return f.authEnabled, nil
+}
+
+// EnableAuth implements Client.
+func (f *Fake) EnableAuth(_ context.Context, rootPassword string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("EnableAuth"); err != nil {
+		return err
+	}
+	f.authEnabled, f.rootPassword = true, rootPassword
+	return nil
+}
+
+// SetRootPassword implements Client.
+func (f *Fake) SetRootPassword(_ context.Context, password string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("SetRootPassword"); err != nil {
+		return err
+	}
+	f.rootPassword = password
+	return nil
+}
+
+// DisableAuth implements Client.
+func (f *Fake) DisableAuth(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("DisableAuth"); err != nil {
+		return err
+	}
+	f.authEnabled = false
+	return nil
+}
+
+// RootPassword is the root password etcd has, and whether auth is on.
+func (f *Fake) RootPassword() (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rootPassword, f.authEnabled
+}
+
+// LastCredentials are the credentials the cluster's client was last got with.
+func (f *Fake) LastCredentials() Credentials {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.creds
+}
+
 // FakeFactory hands out one Fake per cluster key.
 type FakeFactory struct {
 	mu       sync.Mutex
@@ -319,8 +381,12 @@ func (f *FakeFactory) Cluster(key string) *Fake {
 }
 
 // Get implements Factory.
-func (f *FakeFactory) Get(_ context.Context, key string, _ []string) (Client, error) {
-	return f.Cluster(key), nil
+func (f *FakeFactory) Get(_ context.Context, key string, _ []string, creds Credentials) (Client, error) {
+	c := f.Cluster(key)
+	c.mu.Lock()
+	c.creds = creds
+	c.mu.Unlock()
+	return c, nil
 }
 
 // Forget implements Factory.

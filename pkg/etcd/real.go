@@ -2,6 +2,9 @@ package etcd
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,9 +34,10 @@ func NewClientFactory() *ClientFactory {
 	return &ClientFactory{DialTimeout: 3 * time.Second, clients: map[string]*realClient{}}
 }
 
-func (f *ClientFactory) config(endpoints []string) clientv3.Config {
+func (f *ClientFactory) config(endpoints []string, tlsConfig *tls.Config) clientv3.Config {
 	return clientv3.Config{
 		Endpoints:            endpoints,
+		TLS:                  tlsConfig,
 		DialTimeout:          f.DialTimeout,
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
@@ -43,25 +47,64 @@ func (f *ClientFactory) config(endpoints []string) clientv3.Config {
 }
 
 // Get implements Factory.
-func (f *ClientFactory) Get(_ context.Context, key string, endpoints []string) (Client, error) {
+func (f *ClientFactory) Get(_ context.Context, key string, endpoints []string, creds Credentials) (Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	eps := slices.Clone(endpoints)
 	slices.Sort(eps)
+	sum := creds.fingerprint()
 	if c, ok := f.clients[key]; ok {
-		if !slices.Equal(c.endpoints, eps) {
-			c.cli.SetEndpoints(eps...)
-			c.endpoints = eps
+		if c.creds == sum {
+			if !slices.Equal(c.endpoints, eps) {
+				c.cli.SetEndpoints(eps...)
+				c.endpoints = eps
+			}
+			return c, nil
 		}
-		return c, nil
+		// Renewed certificates: connections already open keep working, but
+		// the next ones must present the new certificate.
+		_ = c.cli.Close()
+		delete(f.clients, key)
 	}
-	cli, err := clientv3.New(f.config(eps))
+	tlsConfig, err := creds.tlsConfig()
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", key, err)
 	}
-	c := &realClient{cli: cli, endpoints: eps, factory: f}
+	cli, err := clientv3.New(f.config(eps, tlsConfig))
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %s: %w", key, err)
+	}
+	c := &realClient{cli: cli, endpoints: eps, factory: f, creds: sum, tls: tlsConfig}
 	f.clients[key] = c
 	return c, nil
+}
+
+func (c Credentials) fingerprint() [32]byte {
+	h := sha256.New()
+	for _, b := range [][]byte{c.CertPEM, c.KeyPEM, c.CAPEM} {
+		_, _ = fmt.Fprintf(h, "%d:", len(b))
+		h.Write(b)
+	}
+	return [32]byte(h.Sum(nil))
+}
+
+func (c Credentials) tlsConfig() (*tls.Config, error) {
+	if !c.TLS() {
+		return nil, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(c.CAPEM) {
+		return nil, errors.New("no CA certificate in the client credentials")
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if len(c.CertPEM) > 0 {
+		cert, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
 }
 
 // Forget implements Factory.
@@ -78,6 +121,8 @@ type realClient struct {
 	cli       *clientv3.Client
 	endpoints []string
 	factory   *ClientFactory
+	creds     [32]byte
+	tls       *tls.Config
 }
 
 func (c *realClient) MemberList(ctx context.Context) (uint64, []Member, error) {
@@ -113,7 +158,7 @@ func (c *realClient) MemberRemove(ctx context.Context, id uint64) error {
 
 func (c *realClient) MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error {
 	// MoveLeader must reach the leader itself, so it gets a client of its own.
-	cli, err := clientv3.New(c.factory.config([]string{leaderEndpoint}))
+	cli, err := clientv3.New(c.factory.config([]string{leaderEndpoint}, c.tls))
 	if err != nil {
 		return fmt.Errorf("etcd client for %s: %w", leaderEndpoint, err)
 	}
@@ -136,6 +181,51 @@ func (c *realClient) Status(ctx context.Context, endpoint string) (Status, error
 		DBSize:    resp.DbSize,
 		Errors:    resp.Errors,
 	}, nil
+}
+
+func (c *realClient) AuthEnabled(ctx context.Context) (bool, error) {
+	resp, err := c.cli.AuthStatus(ctx)
+	if err != nil {
+		return false, mapError(err)
+	}
+	return resp.Enabled, nil
+}
+
+const rootName = "root"
+
+func (c *realClient) EnableAuth(ctx context.Context, rootPassword string) error {
+	if _, err := c.cli.RoleAdd(ctx, rootName); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleAlreadyExist) {
+		return fmt.Errorf("add the root role: %w", mapError(err))
+	}
+	switch _, err := c.cli.UserAdd(ctx, rootName, rootPassword); {
+	case errors.Is(rpctypes.Error(err), rpctypes.ErrUserAlreadyExist):
+		if err := c.SetRootPassword(ctx, rootPassword); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("add the root user: %w", mapError(err))
+	}
+	if _, err := c.cli.UserGrantRole(ctx, rootName, rootName); err != nil {
+		return fmt.Errorf("grant the root role: %w", mapError(err))
+	}
+	if _, err := c.cli.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("enable authentication: %w", mapError(err))
+	}
+	return nil
+}
+
+func (c *realClient) SetRootPassword(ctx context.Context, password string) error {
+	if _, err := c.cli.UserChangePassword(ctx, rootName, password); err != nil {
+		return fmt.Errorf("change the root password: %w", mapError(err))
+	}
+	return nil
+}
+
+func (c *realClient) DisableAuth(ctx context.Context) error {
+	if _, err := c.cli.AuthDisable(ctx); err != nil {
+		return fmt.Errorf("disable authentication: %w", mapError(err))
+	}
+	return nil
 }
 
 // mapError wraps etcd's answers in this package's errors so callers can use

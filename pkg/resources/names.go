@@ -26,14 +26,50 @@ func MemberHost(cluster, member, namespace, domain string) string {
 	return fmt.Sprintf("%s.%s.%s.svc.%s", member, PeerServiceName(cluster), namespace, strings.TrimSuffix(domain, "."))
 }
 
+// Scheme is the URL scheme of a cluster's peer and client URLs.
+func Scheme(c *etcdv1.EtcdCluster) string {
+	if c.Spec.TLS.Disabled {
+		return "http"
+	}
+	return "https"
+}
+
 // PeerURL is the URL other members reach the member at.
-func PeerURL(cluster, member, namespace, domain string) string {
-	return fmt.Sprintf("http://%s:%d", MemberHost(cluster, member, namespace, domain), etcdv1.PeerPort)
+func PeerURL(c *etcdv1.EtcdCluster, member, domain string) string {
+	return fmt.Sprintf("%s://%s:%d", Scheme(c), MemberHost(c.Name, member, c.Namespace, domain), etcdv1.PeerPort)
 }
 
 // ClientURL is the URL clients reach the member at.
-func ClientURL(cluster, member, namespace, domain string) string {
-	return fmt.Sprintf("http://%s:%d", MemberHost(cluster, member, namespace, domain), etcdv1.ClientPort)
+func ClientURL(c *etcdv1.EtcdCluster, member, domain string) string {
+	return fmt.Sprintf("%s://%s:%d", Scheme(c), MemberHost(c.Name, member, c.Namespace, domain), etcdv1.ClientPort)
+}
+
+// Secrets the tls controller keeps for a cluster.
+func CASecretName(cluster string) string              { return cluster + "-ca" }
+func PeerTLSSecretName(cluster string) string         { return cluster + "-peer-tls" }
+func ServerTLSSecretName(cluster string) string       { return cluster + "-server-tls" }
+func ClientTLSSecretName(cluster string) string       { return cluster + "-client-tls" }
+func RootCredentialsSecretName(cluster string) string { return cluster + "-root-credentials" }
+
+// CertManagerName names the cert-manager Certificate, and the Secret it
+// writes, of one purpose (peer or server) of a cluster.
+func CertManagerName(cluster, purpose string) string { return cluster + "-" + purpose + "-cm" }
+
+// PeerHosts are the names the peer certificate must cover: every member's
+// name under the headless Service, with and without the cluster domain.
+func PeerHosts(c *etcdv1.EtcdCluster, domain string) []string {
+	svc := fmt.Sprintf("%s.%s.svc", PeerServiceName(c.Name), c.Namespace)
+	return []string{"*." + svc, "*." + svc + "." + strings.TrimSuffix(domain, ".")}
+}
+
+// ServerHosts are the names the serving certificate must cover: the members,
+// the client Service in its short and full forms, and localhost (the IPs
+// 127.0.0.1 and ::1 come with it).
+func ServerHosts(c *etcdv1.EtcdCluster, domain string) []string {
+	d := strings.TrimSuffix(domain, ".")
+	svc := ClientServiceName(c.Name)
+	return append(PeerHosts(c, domain),
+		svc, svc+"."+c.Namespace, svc+"."+c.Namespace+".svc", svc+"."+c.Namespace+".svc."+d, "localhost")
 }
 
 // ClusterLabels select every Pod of a cluster.

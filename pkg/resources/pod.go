@@ -23,6 +23,11 @@ const (
 	dataDir = dataMount + "/data"
 	// etcdUser runs etcd: the Pods pass the restricted Pod Security Standard.
 	etcdUser = 65532
+
+	peerTLSVolume   = "peer-tls"
+	peerTLSMount    = "/etc/etcd/tls/peer"
+	serverTLSVolume = "server-tls"
+	serverTLSMount  = "/etc/etcd/tls/server"
 )
 
 // DefaultStorageSize is the size of a member volume when the spec has none.
@@ -36,11 +41,16 @@ func EtcdArgs(m *etcdv1.EtcdMember, firstPod bool) []string {
 	if firstPod && m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew {
 		state = "new"
 	}
+	scheme := "http"
+	if m.Spec.TLS != nil {
+		scheme = "https"
+	}
 	args := []string{
 		"--name=" + m.Name,
 		"--data-dir=" + dataDir,
-		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", etcdv1.PeerPort),
-		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", etcdv1.ClientPort),
+		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", scheme, etcdv1.PeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", scheme, etcdv1.ClientPort),
+		// Plain HTTP, for the kubelet's probes and for scraping.
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", etcdv1.MetricsPort),
 		"--initial-advertise-peer-urls=" + m.Spec.PeerURL,
 		"--advertise-client-urls=" + m.Spec.ClientURL,
@@ -48,8 +58,22 @@ func EtcdArgs(m *etcdv1.EtcdMember, firstPod bool) []string {
 		"--initial-cluster-state=" + state,
 		"--initial-cluster-token=" + m.Spec.ClusterToken,
 	}
-	o := m.Spec.Options
 	add := func(flag string, v string) { args = append(args, "--"+flag+"="+v) }
+	if t := m.Spec.TLS; t != nil {
+		// etcd reads the certificate and key files again on every new
+		// connection, so renewed Secrets reach it without a restart.
+		add("peer-cert-file", peerTLSMount+"/tls.crt")
+		add("peer-key-file", peerTLSMount+"/tls.key")
+		add("peer-trusted-ca-file", peerTLSMount+"/ca.crt")
+		add("peer-client-cert-auth", "true")
+		add("cert-file", serverTLSMount+"/tls.crt")
+		add("key-file", serverTLSMount+"/tls.key")
+		if t.ClientCertAuth {
+			add("trusted-ca-file", serverTLSMount+"/ca.crt")
+			add("client-cert-auth", "true")
+		}
+	}
+	o := m.Spec.Options
 	if o.QuotaBackendBytes != nil {
 		add("quota-backend-bytes", strconv.FormatInt(*o.QuotaBackendBytes, 10))
 	}
@@ -135,7 +159,7 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 					{Name: "metrics", ContainerPort: etcdv1.MetricsPort, Protocol: corev1.ProtocolTCP},
 				},
 				Resources:    m.Spec.Resources,
-				VolumeMounts: []corev1.VolumeMount{{Name: dataVolume, MountPath: dataMount}},
+				VolumeMounts: volumeMounts(m),
 				// A learner is never ready (etcd's readyz refuses learners), so
 				// clients of the client Service only reach voters.
 				ReadinessProbe: probe("/readyz", 1, 3),
@@ -149,10 +173,36 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				},
 			}},
-			Volumes: []corev1.Volume{dataVolumeSource(m)},
+			Volumes: volumes(m),
 		},
 	}
 	return pod
+}
+
+func volumeMounts(m *etcdv1.EtcdMember) []corev1.VolumeMount {
+	mounts := []corev1.VolumeMount{{Name: dataVolume, MountPath: dataMount}}
+	if m.Spec.TLS != nil {
+		// Whole Secret volumes, never subPath: only those follow updates.
+		mounts = append(mounts,
+			corev1.VolumeMount{Name: peerTLSVolume, MountPath: peerTLSMount, ReadOnly: true},
+			corev1.VolumeMount{Name: serverTLSVolume, MountPath: serverTLSMount, ReadOnly: true})
+	}
+	return mounts
+}
+
+func volumes(m *etcdv1.EtcdMember) []corev1.Volume {
+	vols := []corev1.Volume{dataVolumeSource(m)}
+	if t := m.Spec.TLS; t != nil {
+		secret := func(name, secretName string) corev1.Volume {
+			return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: secretName,
+				// Readable by etcd through the Pod's fsGroup only.
+				DefaultMode: ptr.To[int32](0o440),
+			}}}
+		}
+		vols = append(vols, secret(peerTLSVolume, t.PeerSecretName), secret(serverTLSVolume, t.ServerSecretName))
+	}
+	return vols
 }
 
 func dataVolumeSource(m *etcdv1.EtcdMember) corev1.Volume {

@@ -13,14 +13,16 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 )
 
+var plain = &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}, Spec: etcdv1.EtcdClusterSpec{TLS: etcdv1.TLSSpec{Disabled: true}}}
+
 func member(state etcdv1.InitialClusterState, opts etcdv1.EtcdOptions, storage etcdv1.StorageSpec) *etcdv1.EtcdMember {
 	return &etcdv1.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: "ns"},
 		Spec: etcdv1.EtcdMemberSpec{
 			ClusterName: "demo", Version: "3.6.16", Image: "quay.io/coreos/etcd:v3.6.16",
-			InitialClusterState: state, InitialCluster: "demo-abcde=" + PeerURL("demo", "demo-abcde", "ns", "cluster.local"),
-			ClusterToken: "uid", PeerURL: PeerURL("demo", "demo-abcde", "ns", "cluster.local"),
-			ClientURL: ClientURL("demo", "demo-abcde", "ns", "cluster.local"), Options: opts, Storage: storage,
+			InitialClusterState: state, InitialCluster: "demo-abcde=" + PeerURL(plain, "demo-abcde", "cluster.local"),
+			ClusterToken: "uid", PeerURL: PeerURL(plain, "demo-abcde", "cluster.local"),
+			ClientURL: ClientURL(plain, "demo-abcde", "cluster.local"), Options: opts, Storage: storage,
 		},
 	}
 }
@@ -123,8 +125,13 @@ func TestPDBKeepsQuorum(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	t.Parallel()
-	if got := PeerURL("demo", "demo-x", "ns", "cluster.local."); got != "http://demo-x.demo-peer.ns.svc.cluster.local:2380" {
+	if got := PeerURL(plain, "demo-x", "cluster.local."); got != "http://demo-x.demo-peer.ns.svc.cluster.local:2380" {
 		t.Errorf("peer URL %s", got)
+	}
+	secure := plain.DeepCopy()
+	secure.Spec.TLS.Disabled = false
+	if got := ClientURL(secure, "demo-x", "cluster.local"); got != "https://demo-x.demo-peer.ns.svc.cluster.local:2379" {
+		t.Errorf("client URL with TLS %s", got)
 	}
 	if got := InitialCluster([][2]string{{"a", "http://a:2380"}, {"b", "http://b:2380"}}); got != "a=http://a:2380,b=http://b:2380" {
 		t.Errorf("initial cluster %s", got)

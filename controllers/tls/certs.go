@@ -1,0 +1,390 @@
+package tls
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"fmt"
+	"maps"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/pki"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+// rootCommonName is the common name of the operator's client certificate:
+// with authentication on, etcd takes it as the user name.
+const rootCommonName = "root"
+
+// certificateGVK is cert-manager's Certificate kind.
+var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
+
+func lifetime(c *etcdv1.EtcdCluster) time.Duration {
+	if l := c.Spec.TLS.CertificateLifetime; l != nil && l.Duration > 0 {
+		return l.Duration
+	}
+	return 90 * 24 * time.Hour
+}
+
+func renewBefore(c *etcdv1.EtcdCluster) time.Duration {
+	if rb := c.Spec.TLS.RenewBefore; rb != nil {
+		return rb.Duration
+	}
+	return 0
+}
+
+// ensureCA makes the cluster's CA once and reads it afterwards. The CA
+// always exists with TLS on: it signs the operator's client certificate
+// whatever the source of the others.
+func (r *Reconciler) ensureCA(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	if c.Spec.TLS.Disabled {
+		return ctrl.Result{}, nil
+	}
+	name := resources.CASecretName(c.Name)
+	have, err := r.ownSecret(ctx, c, name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if have != nil {
+		ca, err := pki.ParseKeyPair(have.Data[pki.CertKey], have.Data[pki.KeyKey])
+		if err != nil {
+			s.problem(etcdv1.ReasonSecretInvalid, "The CA Secret %s is unusable (%v); delete it only if no member runs yet", name, err)
+			return ctrl.Result{}, nil
+		}
+		s.ca = ca
+		return ctrl.Result{}, nil
+	}
+	ca, err := pki.NewCA(fmt.Sprintf("%s.%s etcd CA", c.Name, c.Namespace), r.Options.CALifetime, s.now)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("make the CA: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Creating the cluster's CA", "secret", name)
+	if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, map[string][]byte{pki.CertKey: ca.CertPEM, pki.KeyKey: ca.KeyPEM}, nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.ca = ca
+	return ctrl.Result{}, nil
+}
+
+// ensurePeer writes the members' peer certificate.
+func (r *Reconciler) ensurePeer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	if c.Spec.TLS.Disabled || s.ca == nil {
+		return ctrl.Result{}, nil
+	}
+	src := etcdv1.TLSSource{}
+	if c.Spec.TLS.Peer != nil {
+		src = *c.Spec.TLS.Peer
+	}
+	kp, ca, ok, err := r.obtain(ctx, s, "peer", src, pki.UsagePeer, resources.PeerHosts(c, r.Options.ClusterDomain), nil)
+	if err != nil || !ok {
+		return ctrl.Result{}, err
+	}
+	s.peerCA = ca
+	return ctrl.Result{}, r.writeSecret(ctx, c, resources.PeerTLSSecretName(c.Name), corev1.SecretTypeTLS,
+		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: ca}, nil)
+}
+
+// ensureServer writes the members' serving certificate, with the CAs whose
+// client certificates etcd accepts: the source's and the operator's own.
+func (r *Reconciler) ensureServer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	if c.Spec.TLS.Disabled || s.ca == nil {
+		return ctrl.Result{}, nil
+	}
+	kp, ca, ok, err := r.obtain(ctx, s, "client", c.Spec.TLS.Client.Source(), pki.UsageServer,
+		resources.ServerHosts(c, r.Options.ClusterDomain), []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
+	if err != nil || !ok {
+		return ctrl.Result{}, err
+	}
+	s.serverCA = ca
+	trust, err := pki.Bundle(ca, s.ca.CertPEM)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("trust bundle: %w", err)
+	}
+	return ctrl.Result{}, r.writeSecret(ctx, c, resources.ServerTLSSecretName(c.Name), corev1.SecretTypeTLS,
+		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: trust}, nil)
+}
+
+// ensureClient writes the operator's client certificate (common name root),
+// with the CA of the serving certificate so that it can check the members.
+func (r *Reconciler) ensureClient(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	if c.Spec.TLS.Disabled || s.ca == nil || s.serverCA == nil {
+		return ctrl.Result{}, nil
+	}
+	name := resources.ClientTLSSecretName(c.Name)
+	have, err := r.ownSecret(ctx, c, name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	req := pki.Request{CommonName: rootCommonName, Usage: pki.UsageClient, Lifetime: lifetime(c)}
+	kp := r.reuse(s, have, req)
+	if kp == nil {
+		if kp, err = r.issue(ctx, s, name, req); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.client = kp
+	s.expires(kp, true, renewBefore(c))
+	return ctrl.Result{}, r.writeSecret(ctx, c, name, corev1.SecretTypeTLS,
+		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: s.serverCA}, nil)
+}
+
+// obtain gets one certificate from its source: it issues (or keeps) one from
+// the operator's CA, or reads and checks the user's or cert-manager's. It
+// returns the pair and the PEM of the CA that signs it; ok is false when the
+// source is not ready, with the reason recorded.
+func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etcdv1.TLSSource, usage pki.Usage, hosts []string, ips []net.IP) (*pki.KeyPair, []byte, bool, error) {
+	c := s.cluster
+	// Names a member really has (and, for serving, the client Service's), to
+	// check a certificate that is not ours.
+	sample := []string{resources.MemberHost(c.Name, c.Name+"-a1b2c", c.Namespace, r.Options.ClusterDomain)}
+	if usage == pki.UsageServer {
+		sample = append(sample, resources.ClientServiceName(c.Name)+"."+c.Namespace+".svc")
+	}
+	switch {
+	case src.SecretRef != nil:
+		s.pollUser = true
+		sec := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: src.SecretRef.Name}, sec)
+		if apierrors.IsNotFound(err) {
+			s.problem(etcdv1.ReasonSecretNotFound, "Secret %s named in spec.tls.%s.secretRef does not exist", src.SecretRef.Name, field)
+			return nil, nil, false, nil
+		}
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("get secret %s: %w", src.SecretRef.Name, err)
+		}
+		return s.checked(sec, "spec.tls."+field+".secretRef", usage, sample)
+	case src.CertManager != nil:
+		name := resources.CertManagerName(c.Name, field)
+		if ok, err := r.ensureCertificate(ctx, s, name, src.CertManager.IssuerRef, hosts, ips); err != nil || !ok {
+			return nil, nil, false, err
+		}
+		sec, err := r.ownSecret(ctx, c, name)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if sec == nil {
+			s.problem(etcdv1.ReasonCertificatePending, "Waiting for cert-manager to issue Certificate %s", name)
+			return nil, nil, false, nil
+		}
+		return s.checked(sec, "cert-manager Certificate "+name, usage, sample)
+	}
+	name := resources.PeerTLSSecretName(c.Name)
+	if usage == pki.UsageServer {
+		name = resources.ServerTLSSecretName(c.Name)
+	}
+	have, err := r.ownSecret(ctx, c, name)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	req := pki.Request{CommonName: c.Name, DNSNames: hosts, IPs: ips, Usage: usage, Lifetime: lifetime(c)}
+	kp := r.reuse(s, have, req)
+	if kp == nil {
+		if kp, err = r.issue(ctx, s, name, req); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	s.expires(kp, true, renewBefore(c))
+	return kp, s.ca.CertPEM, true, nil
+}
+
+// checked validates a Secret that someone else wrote.
+func (s *scope) checked(sec *corev1.Secret, what string, usage pki.Usage, hosts []string) (*pki.KeyPair, []byte, bool, error) {
+	kp, err := pki.ValidateTLSData(sec.Data, usage, hosts, s.now)
+	if err != nil {
+		s.problem(etcdv1.ReasonSecretInvalid, "Secret %s (%s): %v", sec.Name, what, err)
+		return nil, nil, false, nil
+	}
+	s.expires(kp, false, 0)
+	return kp, sec.Data[pki.CAKey], true, nil
+}
+
+// reuse returns the certificate in an existing Secret of the operator when
+// it still fits: signed by the current CA, same names and usage, not due
+// for renewal, and no longer-lived than the spec now asks.
+func (r *Reconciler) reuse(s *scope, have *corev1.Secret, req pki.Request) *pki.KeyPair {
+	if have == nil {
+		return nil
+	}
+	kp, err := pki.ParseKeyPair(have.Data[pki.CertKey], have.Data[pki.KeyKey])
+	if err != nil {
+		return nil
+	}
+	cert := kp.Cert
+	if cert.CheckSignatureFrom(s.ca.Cert) != nil || cert.Subject.CommonName != req.CommonName ||
+		!sameStrings(cert.DNSNames, req.DNSNames) || len(cert.IPAddresses) != len(req.IPs) ||
+		pki.NeedsRenewal(cert, renewBefore(s.cluster), s.now) ||
+		cert.NotAfter.Sub(cert.NotBefore) > req.Lifetime+10*time.Minute {
+		return nil
+	}
+	wantUsage := map[pki.Usage][]x509.ExtKeyUsage{
+		pki.UsageServer: {x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		pki.UsagePeer:   {x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		pki.UsageClient: {x509.ExtKeyUsageClientAuth},
+	}[req.Usage]
+	if len(cert.ExtKeyUsage) != len(wantUsage) {
+		return nil
+	}
+	return kp
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, x := range b {
+		if !seen[x] {
+			return false
+		}
+	}
+	return true
+}
+
+// issue signs a new certificate from the cluster's CA.
+func (r *Reconciler) issue(ctx context.Context, s *scope, secret string, req pki.Request) (*pki.KeyPair, error) {
+	kp, err := pki.Issue(s.ca, req, s.now)
+	if err != nil {
+		return nil, fmt.Errorf("issue the certificate of %s: %w", secret, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Issuing a certificate", "secret", secret, "notAfter", kp.Cert.NotAfter)
+	r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "CertificateIssued", "Issue",
+		"Issued the certificate in Secret %s, valid until %s", secret, kp.Cert.NotAfter.UTC().Format(time.RFC3339))
+	return kp, nil
+}
+
+// ownSecret reads a Secret of the cluster from the cache: nil when absent.
+func (r *Reconciler) ownSecret(ctx context.Context, c *etcdv1.EtcdCluster, name string) (*corev1.Secret, error) {
+	sec := &corev1.Secret{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, sec); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get secret %s: %w", name, err)
+	}
+	return sec, nil
+}
+
+// writeSecret creates a Secret owned by the cluster, or updates its data
+// when it differs; an unchanged Secret costs no write.
+func (r *Reconciler) writeSecret(ctx context.Context, c *etcdv1.EtcdCluster, name string, typ corev1.SecretType, data map[string][]byte, extra map[string]string) error {
+	have, err := r.ownSecret(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	if have == nil {
+		sec := &corev1.Secret{Type: typ, Data: data}
+		sec.Name, sec.Namespace = name, c.Namespace
+		sec.Labels = resources.ClusterLabels(c.Name)
+		maps.Copy(sec.Labels, extra)
+		if err := controllerutil.SetControllerReference(c, sec, r.Scheme()); err != nil {
+			return fmt.Errorf("own secret %s: %w", name, err)
+		}
+		if err := r.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create secret %s: %w", name, err)
+		}
+		return nil
+	}
+	if equalData(have.Data, data) {
+		return nil
+	}
+	have.Data = data
+	if err := r.Update(ctx, have); err != nil {
+		return fmt.Errorf("update secret %s: %w", name, err)
+	}
+	return nil
+}
+
+func equalData(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+// ensureCertificate creates the cert-manager Certificate of one purpose.
+// It reads past the cache: the operator starts and runs without
+// cert-manager, whose kinds may not exist.
+func (r *Reconciler) ensureCertificate(ctx context.Context, s *scope, name string, issuer etcdv1.IssuerRef, hosts []string, ips []net.IP) (bool, error) {
+	c := s.cluster
+	have := &unstructured.Unstructured{}
+	have.SetGroupVersionKind(certificateGVK)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, have)
+	switch {
+	case meta.IsNoMatchError(err):
+		s.problem(etcdv1.ReasonCertManagerNotInstalled, "spec.tls uses certManager but cert-manager's Certificate kind (cert-manager.io/v1) is not installed: install cert-manager or choose another source")
+		return false, nil
+	case err == nil:
+		return true, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("get certificate %s: %w", name, err)
+	}
+	usages := []any{"digital signature", "key encipherment", "server auth", "client auth"}
+	ipStrings := make([]any, 0, len(ips))
+	for _, ip := range ips {
+		ipStrings = append(ipStrings, ip.String())
+	}
+	dns := make([]any, 0, len(hosts))
+	for _, h := range hosts {
+		dns = append(dns, h)
+	}
+	labels := map[string]any{}
+	for k, v := range resources.ClusterLabels(c.Name) {
+		labels[k] = v
+	}
+	issuerKind := issuer.Kind
+	if issuerKind == "" {
+		issuerKind = "Issuer"
+	}
+	issuerGroup := issuer.Group
+	if issuerGroup == "" {
+		issuerGroup = "cert-manager.io"
+	}
+	spec := map[string]any{
+		"secretName":     name,
+		"secretTemplate": map[string]any{"labels": labels},
+		"commonName":     c.Name,
+		"dnsNames":       dns,
+		"usages":         usages,
+		"duration":       lifetime(c).String(),
+		"privateKey":     map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
+		"issuerRef":      map[string]any{"name": issuer.Name, "kind": issuerKind, "group": issuerGroup},
+	}
+	if len(ipStrings) > 0 {
+		spec["ipAddresses"] = ipStrings
+	}
+	if rb := renewBefore(c); rb > 0 {
+		spec["renewBefore"] = rb.String()
+	}
+	want := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	want.SetGroupVersionKind(certificateGVK)
+	want.SetName(name)
+	want.SetNamespace(c.Namespace)
+	want.SetLabels(resources.ClusterLabels(c.Name))
+	if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
+		return false, fmt.Errorf("own certificate %s: %w", name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Creating a cert-manager Certificate", "certificate", name, "issuer", issuer.Name)
+	if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if meta.IsNoMatchError(err) {
+			s.problem(etcdv1.ReasonCertManagerNotInstalled, "spec.tls uses certManager but cert-manager's Certificate kind (cert-manager.io/v1) is not installed: install cert-manager or choose another source")
+			return false, nil
+		}
+		return false, fmt.Errorf("create certificate %s: %w", name, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,118 @@
+package tls
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "tls"
+
+// Options are the settings of the tls controller.
+type Options struct {
+	// ClusterDomain is the DNS domain of the Kubernetes cluster; the
+	// certificates name the members under it.
+	ClusterDomain string
+	// CALifetime is the lifetime of each cluster's CA.
+	CALifetime time.Duration
+	// UserSecretInterval is how often Secrets the user brings are read
+	// again. The operator does not watch Secrets it does not own, so that
+	// its cache holds only its own.
+	UserSecretInterval time.Duration
+	// EtcdTimeout bounds each etcd call.
+	EtcdTimeout time.Duration
+	// Workers is how many clusters are reconciled at once.
+	Workers int
+}
+
+// DefaultOptions are the defaults of the operator's flags.
+func DefaultOptions() Options {
+	return Options{
+		ClusterDomain:      "cluster.local",
+		CALifetime:         10 * 365 * 24 * time.Hour,
+		UserSecretInterval: time.Minute,
+		EtcdTimeout:        5 * time.Second,
+		Workers:            4,
+	}
+}
+
+// Reconciler reconciles the TLS and authentication of an EtcdCluster.
+type Reconciler struct {
+	client.Client
+	// APIReader reads the user's Secrets and cert-manager objects, which
+	// are not in the cache.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Etcd      etcd.Factory
+	Options   Options
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller. It runs when a cluster's spec
+// changes, when its Available condition changes (authentication waits for
+// it), and when a Secret of the cluster changes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
+		For(&etcdv1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, availableChanged{}))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToCluster)).
+		Complete(r)
+}
+
+// secretToCluster maps a Secret of a cluster (the operator's, or one
+// cert-manager wrote for it) to the cluster through its label.
+func secretToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[etcdv1.ClusterLabel]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// availableChanged passes updates that change the Available condition.
+type availableChanged struct{ predicate.Funcs }
+
+func (availableChanged) Update(e event.UpdateEvent) bool {
+	oldC, okOld := e.ObjectOld.(*etcdv1.EtcdCluster)
+	newC, okNew := e.ObjectNew.(*etcdv1.EtcdCluster)
+	if !okOld || !okNew {
+		return false
+	}
+	a := meta.FindStatusCondition(oldC.Status.Conditions, etcdv1.ConditionAvailable)
+	b := meta.FindStatusCondition(newC.Status.Conditions, etcdv1.ConditionAvailable)
+	if a == nil || b == nil {
+		return a != b
+	}
+	return a.Status != b.Status || a.ObservedGeneration != b.ObservedGeneration
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

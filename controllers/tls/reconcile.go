@@ -1,0 +1,111 @@
+package tls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/pki"
+)
+
+// conflictRetry is how soon a reconcile whose status write lost a race with
+// another controller runs again.
+const conflictRetry = 10 * time.Millisecond
+
+// scope is what one reconcile of a cluster learns.
+type scope struct {
+	cluster *etcdv1.EtcdCluster
+	base    *etcdv1.EtcdCluster
+	now     time.Time
+
+	// ca is the operator's CA of the cluster.
+	ca *pki.KeyPair
+	// peerCA and serverCA are the CAs that sign the peer and the serving
+	// certificates, whatever their source.
+	peerCA, serverCA []byte
+	// client is the operator's own client certificate.
+	client *pki.KeyPair
+	// tlsReason and tlsMsg say why the certificates are not ready.
+	tlsReason, tlsMsg string
+	// notAfter is the first expiry among the certificates, renewAt the
+	// next renewal the operator itself must do.
+	notAfter, renewAt time.Time
+	// pollUser: a source is a Secret of the user, read again periodically.
+	pollUser bool
+
+	// rootSecret holds the root password, when auth is wanted.
+	rootSecret *corev1.Secret
+	// authReason and authMsg say why authentication is not as wanted.
+	authReason, authMsg string
+}
+
+// Reconcile keeps the certificates and credentials of an EtcdCluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	c := &etcdv1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Etcd.Forget(authClientKey(req.NamespacedName))
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		// The owned Secrets go with the cluster.
+		return ctrl.Result{}, nil
+	}
+	s := &scope{cluster: c, base: c.DeepCopy(), now: r.now()}
+	defer func() {
+		setStatus(s)
+		err := kube.PatchStatus(ctx, r.Client, s.base, s.cluster)
+		if apierrors.IsConflict(err) && retErr == nil {
+			res = ctrl.Result{RequeueAfter: conflictRetry}
+			return
+		}
+		retErr = errors.Join(retErr, err)
+	}()
+	// 1. the CA; 2. peer, 3. serving and 4. client certificates; 5. root
+	// credentials; 6. etcd's authentication; 7. come back to renew.
+	return kube.Run(ctx, s,
+		r.ensureCA, r.ensurePeer, r.ensureServer, r.ensureClient,
+		r.ensureRootSecret, r.reconcileAuth, r.renewLater)
+}
+
+// renewLater comes back when the next certificate is due for renewal, and
+// sooner when a user's Secret must be read again.
+func (r *Reconciler) renewLater(_ context.Context, s *scope) (ctrl.Result, error) {
+	var after time.Duration
+	if !s.renewAt.IsZero() {
+		after = max(s.renewAt.Sub(s.now), time.Second)
+	}
+	if s.pollUser && (after == 0 || after > r.Options.UserSecretInterval) {
+		after = r.Options.UserSecretInterval
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// problem records why TLS is not ready; the first problem wins.
+func (s *scope) problem(reason, format string, args ...any) {
+	if s.tlsReason == "" {
+		s.tlsReason, s.tlsMsg = reason, fmt.Sprintf(format, args...)
+	}
+}
+
+// expires records a certificate's expiry and, for one the operator issued,
+// its renewal time.
+func (s *scope) expires(kp *pki.KeyPair, issued bool, renewBefore time.Duration) {
+	if na := kp.Cert.NotAfter; s.notAfter.IsZero() || na.Before(s.notAfter) {
+		s.notAfter = na
+	}
+	if issued {
+		if at := pki.RenewAt(kp.Cert, renewBefore); s.renewAt.IsZero() || at.Before(s.renewAt) {
+			s.renewAt = at
+		}
+	}
+}
