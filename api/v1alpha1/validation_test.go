@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +40,15 @@ const (
 	msgAtLeastZero    = "should be greater than or equal to 0"
 	msgHeartbeatRange = "spec.options.heartbeatIntervalMillis"
 	msgElectionRange  = "spec.options.electionTimeoutMillis"
+	msgTLSDisabled    = "spec.tls.disabled cannot change on an existing cluster"
+	msgTLSPeer        = "spec.tls.peer cannot change on an existing cluster"
+	msgTLSClient      = "spec.tls.client's source cannot change on an existing cluster"
+	msgTLSMutual      = "spec.tls.client.mutual cannot change on an existing cluster"
+	msgOneSource      = "set at most one of operator, secretRef and certManager"
+	msgRenewBefore    = "spec.tls.renewBefore must be shorter than spec.tls.certificateLifetime"
+	msgLifetime       = "spec.tls.certificateLifetime must be at least 1m"
+	msgDisabledSource = "spec.tls.disabled: true cannot be combined with certificate sources"
+	msgAuthNeedsMTLS  = "spec.auth.enabled needs TLS with client certificates"
 )
 
 // ownedFlags are the etcd flags the operator sets itself; the extraArgs rule
@@ -102,8 +113,56 @@ func testClusterValidation(t *testing.T, c client.Client) {
 	memory := func(sp *etcdv1.EtcdClusterSpec) { sp.Storage.Medium = etcdv1.StorageMediumMemory }
 	class := func(sp *etcdv1.EtcdClusterSpec) { sp.Storage.StorageClassName = ptr.To("fast") }
 
+	tlsSpec := func(f func(*etcdv1.TLSSpec)) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) { f(&sp.TLS) }
+	}
+	userSecret := &corev1.LocalObjectReference{Name: "mine"}
+	issuer := &etcdv1.CertManagerSource{IssuerRef: etcdv1.IssuerRef{Name: "ca"}}
+	duration := func(s string) *metav1.Duration {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &metav1.Duration{Duration: d}
+	}
+
 	type tc = validationCase[etcdv1.EtcdClusterSpec]
 	cases := []tc{
+		// spec.tls and spec.auth
+		{name: "tls disabled", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Disabled = true })},
+		{name: "tls turned off later", patch: `{"spec":{"tls":{"disabled":true}}}`, wantErr: []string{msgTLSDisabled}},
+		{name: "tls turned on later", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Disabled = true }), patch: `{"spec":{"tls":{"disabled":false}}}`, wantErr: []string{msgTLSDisabled}},
+		{name: "tls disabled with a source", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Disabled = true; t.Peer = &etcdv1.TLSSource{SecretRef: userSecret} }), wantErr: []string{msgDisabledSource}},
+		{name: "peer from a user Secret", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Peer = &etcdv1.TLSSource{SecretRef: userSecret} })},
+		{name: "peer with two sources", spec: tlsSpec(func(t *etcdv1.TLSSpec) {
+			t.Peer = &etcdv1.TLSSource{SecretRef: userSecret, CertManager: issuer}
+		}), wantErr: []string{msgOneSource}},
+		{name: "client with two sources", spec: tlsSpec(func(t *etcdv1.TLSSpec) {
+			t.Client.Operator = &etcdv1.OperatorTLSSource{}
+			t.Client.SecretRef = userSecret
+		}), wantErr: []string{msgOneSource}},
+		{name: "client from cert-manager", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Client.CertManager = issuer })},
+		{name: "peer source changes", patch: `{"spec":{"tls":{"peer":{"secretRef":{"name":"mine"}}}}}`, wantErr: []string{msgTLSPeer}},
+		{name: "peer Secret renamed", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Peer = &etcdv1.TLSSource{SecretRef: userSecret} }),
+			patch: `{"spec":{"tls":{"peer":{"secretRef":{"name":"other"}}}}}`, wantErr: []string{msgTLSPeer}},
+		{name: "peer operator source written out", patch: `{"spec":{"tls":{"peer":{"operator":{}}}}}`},
+		{name: "client source changes", patch: `{"spec":{"tls":{"client":{"certManager":{"issuerRef":{"name":"ca"}}}}}}`, wantErr: []string{msgTLSClient}},
+		{name: "client mutual turned off", patch: `{"spec":{"tls":{"client":{"mutual":false}}}}`, wantErr: []string{msgTLSMutual}},
+		{name: "lifetime changes", patch: `{"spec":{"tls":{"certificateLifetime":"720h","renewBefore":"24h"}}}`},
+		{name: "renewBefore as long as the lifetime", spec: tlsSpec(func(t *etcdv1.TLSSpec) {
+			t.CertificateLifetime, t.RenewBefore = duration("24h"), duration("24h")
+		}), wantErr: []string{msgRenewBefore}},
+		{name: "renewBefore longer than the default lifetime", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.RenewBefore = duration("3000h") }), wantErr: []string{msgRenewBefore}},
+		{name: "lifetime under a minute", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.CertificateLifetime = duration("30s") }), wantErr: []string{msgLifetime}},
+		{name: "lifetime not a duration", patch: `{"spec":{"tls":{"certificateLifetime":"a year"}}}`, wantErr: []string{"spec.tls.certificateLifetime"}},
+		{name: "auth on", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Auth.Enabled = true }},
+		{name: "auth turned on later", patch: `{"spec":{"auth":{"enabled":true}}}`},
+		{name: "auth without TLS", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Auth.Enabled = true; sp.TLS.Disabled = true }, wantErr: []string{msgAuthNeedsMTLS}},
+		{name: "auth without client certificates", spec: func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Auth.Enabled = true
+			sp.TLS.Client.Mutual = ptr.To(false)
+		}, wantErr: []string{msgAuthNeedsMTLS}},
+
 		{name: "minimal spec", spec: nil},
 
 		// spec.version
@@ -394,6 +453,17 @@ func testDefaults(t *testing.T, c client.Client) {
 					t.Errorf("spec.storage.size = %v, want the default 1Gi", got.Spec.Storage.Size)
 				}
 			}},
+		{name: "tls on with mutual client certificates", spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}, check: func(t *testing.T, got *etcdv1.EtcdCluster) {
+			if got.Spec.TLS.Disabled || !got.Spec.TLS.Client.IsMutual() || got.Spec.TLS.Client.Mutual == nil {
+				t.Errorf("spec.tls = %+v, want TLS on and client.mutual defaulted to true", got.Spec.TLS)
+			}
+			if l := got.Spec.TLS.CertificateLifetime; l == nil || l.Duration != 2160*time.Hour {
+				t.Errorf("spec.tls.certificateLifetime = %v, want the default 2160h", l)
+			}
+			if got.Spec.Auth.Enabled {
+				t.Errorf("spec.auth.enabled defaulted to true")
+			}
+		}},
 		{name: "replicas given are kept", spec: etcdv1.EtcdClusterSpec{Version: "3.6.16", Replicas: ptr.To[int32](5)},
 			check: func(t *testing.T, got *etcdv1.EtcdCluster) {
 				if *got.Spec.Replicas != 5 {

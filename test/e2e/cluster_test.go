@@ -15,7 +15,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -68,18 +67,12 @@ func waitConverged(ctx context.Context, t *testing.T, k *kube, key client.Object
 	return c
 }
 
-// etcdClient connects to the cluster's client Service.
+// etcdClient connects to the cluster's client Service with the client
+// certificate the operator keeps for users (common name root).
 func etcdClient(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey) *clientv3.Client {
 	t.Helper()
-	svc := &corev1.Service{}
-	if err := k.c.Get(ctx, key, svc); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, etcdv1.ClientPort)},
-		DialTimeout: 3 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	cfg := k.clientConfig(ctx, t, key, k.rootTLS(ctx, t, key))
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -238,14 +238,17 @@ func restrictedContainer(c corev1.Container) corev1.Container {
 
 // runPod runs a one-shot Pod to completion and returns its output.
 func (k *kube) runPod(ctx context.Context, ns, image string, command ...string) (string, error) {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "run-", Namespace: ns},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers:                    []corev1.Container{restrictedContainer(corev1.Container{Name: "run", Image: image, Command: command})},
-		},
-	}
+	return k.runPodSpec(ctx, ns, corev1.PodSpec{
+		Containers: []corev1.Container{restrictedContainer(corev1.Container{Name: "run", Image: image, Command: command})},
+	})
+}
+
+// runPodSpec runs a one-shot Pod with the given spec to completion and
+// returns its output.
+func (k *kube) runPodSpec(ctx context.Context, ns string, spec corev1.PodSpec) (string, error) {
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "run-", Namespace: ns}, Spec: spec}
 	if err := k.c.Create(ctx, pod); err != nil {
 		return "", err
 	}

@@ -1,0 +1,367 @@
+package tls_test
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/internal/testenv"
+	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/pki"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+func TestEnvTLSController(t *testing.T) {
+	c, factory := startSuite(t)
+	e := func(t *testing.T) *env {
+		return &env{t: t, c: c, factory: factory, ns: testenv.NewNamespace(t, c, "tls-", nil)}
+	}
+	t.Run("OperatorCertificates", func(t *testing.T) { t.Parallel(); testOperatorCertificates(t, e(t)) })
+	t.Run("Disabled", func(t *testing.T) { t.Parallel(); testDisabled(t, e(t)) })
+	t.Run("UserSecret", func(t *testing.T) { t.Parallel(); testUserSecret(t, e(t)) })
+	t.Run("CertManagerMissing", func(t *testing.T) { t.Parallel(); testCertManagerMissing(t, e(t)) })
+	t.Run("Auth", func(t *testing.T) { t.Parallel(); testAuth(t, e(t)) })
+}
+
+type env struct {
+	t       *testing.T
+	c       client.Client
+	factory *etcd.FakeFactory
+	ns      string
+}
+
+const clusterName = "demo"
+
+func (e *env) create(mutate func(*etcdv1.EtcdClusterSpec)) *etcdv1.EtcdCluster {
+	e.t.Helper()
+	cl := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: e.ns}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}}
+	if mutate != nil {
+		mutate(&cl.Spec)
+	}
+	if err := e.c.Create(e.t.Context(), cl); err != nil {
+		e.t.Fatalf("create EtcdCluster: %v", err)
+	}
+	return cl
+}
+
+func (e *env) cluster() *etcdv1.EtcdCluster {
+	e.t.Helper()
+	cl := &etcdv1.EtcdCluster{}
+	if err := e.c.Get(e.t.Context(), client.ObjectKey{Namespace: e.ns, Name: clusterName}, cl); err != nil {
+		e.t.Fatal(err)
+	}
+	return cl
+}
+
+func (e *env) secret(name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	return s, e.c.Get(e.t.Context(), client.ObjectKey{Namespace: e.ns, Name: name}, s)
+}
+
+// waitCondition waits for a condition of the current generation.
+func (e *env) waitCondition(typ string, status metav1.ConditionStatus, reason string) *etcdv1.EtcdCluster {
+	e.t.Helper()
+	var cl *etcdv1.EtcdCluster
+	eventually(e.t, fmt.Sprintf("%s %s %s", typ, status, reason), func() error {
+		cl = e.cluster()
+		cond := meta.FindStatusCondition(cl.Status.Conditions, typ)
+		if cond == nil || cond.Status != status || cond.Reason != reason || cond.ObservedGeneration != cl.Generation {
+			return fmt.Errorf("%s = %+v", typ, cond)
+		}
+		return nil
+	})
+	return cl
+}
+
+// testOperatorCertificates: with the default spec the controller makes a CA
+// and the peer, serving and client certificates, names them in status.tls
+// and sets TLSReady; the certificates carry what members and clients need.
+func testOperatorCertificates(t *testing.T, e *env) {
+	e.create(nil)
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
+	st := cl.Status.TLS
+	if st == nil || st.PeerSecretName != resources.PeerTLSSecretName(clusterName) || st.ServerSecretName != resources.ServerTLSSecretName(clusterName) ||
+		st.ClientSecretName != resources.ClientTLSSecretName(clusterName) || st.CASecretName != resources.CASecretName(clusterName) || st.NotAfter == nil || st.RenewAt == nil {
+		t.Fatalf("status.tls = %+v", st)
+	}
+	caSecret, err := e.secret(st.CASecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.ParseKeyPair(caSecret.Data[pki.CertKey], caSecret.Data[pki.KeyKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	member := resources.MemberHost(clusterName, clusterName+"-x1y2z", e.ns, "cluster.local")
+	cases := []struct {
+		secret string
+		usage  x509.ExtKeyUsage
+		hosts  []string
+		cn     string
+	}{
+		{st.PeerSecretName, x509.ExtKeyUsageServerAuth, []string{member, fmt.Sprintf("%s-x.%s-peer.%s.svc", clusterName, clusterName, e.ns)}, ""},
+		{st.PeerSecretName, x509.ExtKeyUsageClientAuth, nil, ""},
+		{st.ServerSecretName, x509.ExtKeyUsageServerAuth, []string{member, clusterName, clusterName + "." + e.ns, clusterName + "." + e.ns + ".svc",
+			clusterName + "." + e.ns + ".svc.cluster.local", "localhost", "127.0.0.1", "::1"}, ""},
+		{st.ClientSecretName, x509.ExtKeyUsageClientAuth, nil, "root"},
+	}
+	for _, tc := range cases {
+		sec, err := e.secret(tc.secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !metav1.IsControlledBy(sec, cl) || sec.Labels[etcdv1.ManagedByLabel] != "raftsman" {
+			t.Errorf("%s: owners %v labels %v, want owned by the cluster and labelled", tc.secret, sec.OwnerReferences, sec.Labels)
+		}
+		kp, err := pki.ParseKeyPair(sec.Data[pki.CertKey], sec.Data[pki.KeyKey])
+		if err != nil {
+			t.Fatalf("%s: %v", tc.secret, err)
+		}
+		if _, err := kp.Cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{tc.usage}}); err != nil {
+			t.Errorf("%s: does not verify against the CA for %v: %v", tc.secret, tc.usage, err)
+		}
+		for _, h := range tc.hosts {
+			if err := kp.Cert.VerifyHostname(h); err != nil {
+				t.Errorf("%s: %v", tc.secret, err)
+			}
+		}
+		if tc.cn != "" && kp.Cert.Subject.CommonName != tc.cn {
+			t.Errorf("%s: common name %q, want %q", tc.secret, kp.Cert.Subject.CommonName, tc.cn)
+		}
+		if got := kp.Cert.NotAfter.Sub(kp.Cert.NotBefore); got < 2159*time.Hour || got > 2161*time.Hour {
+			t.Errorf("%s: lifetime %v, want about the default 2160h", tc.secret, got)
+		}
+		if !strings.Contains(string(sec.Data[pki.CAKey]), "BEGIN CERTIFICATE") {
+			t.Errorf("%s: no ca.crt", tc.secret)
+		}
+	}
+	if want := pki.RenewAt(mustLeaf(t, e, st.ClientSecretName), 0); !st.RenewAt.Time.Equal(want.UTC().Truncate(time.Second)) {
+		t.Errorf("status.tls.renewAt = %v, want two thirds into the lifetime, %v", st.RenewAt, want)
+	}
+
+	// A shorter lifetime in the spec: the certificates are issued again.
+	old := mustLeaf(t, e, st.PeerSecretName)
+	cl = e.cluster()
+	patch := client.MergeFrom(cl.DeepCopy())
+	cl.Spec.TLS.CertificateLifetime = &metav1.Duration{Duration: time.Hour}
+	if err := e.c.Patch(t.Context(), cl, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "peer certificate reissued with the new lifetime", func() error {
+		kp := mustLeaf(t, e, st.PeerSecretName)
+		if kp.SerialNumber.Cmp(old.SerialNumber) == 0 || kp.NotAfter.Sub(kp.NotBefore) > 2*time.Hour {
+			return fmt.Errorf("lifetime %v", kp.NotAfter.Sub(kp.NotBefore))
+		}
+		return nil
+	})
+	if caNow := mustLeaf(t, e, st.CASecretName); caNow.SerialNumber.Cmp(ca.Cert.SerialNumber) != 0 {
+		t.Errorf("the CA changed with the lifetime of its certificates")
+	}
+}
+
+func mustLeaf(t *testing.T, e *env, secret string) *x509.Certificate {
+	t.Helper()
+	sec, err := e.secret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := pki.ParseCertsPEM(sec.Data[pki.CertKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certs[0]
+}
+
+// testDisabled: no Secret, TLSReady True with its own reason.
+func testDisabled(t *testing.T, e *env) {
+	e.create(func(sp *etcdv1.EtcdClusterSpec) { sp.TLS.Disabled = true })
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonTLSDisabled)
+	if cl.Status.TLS != nil {
+		t.Errorf("status.tls = %+v with TLS disabled", cl.Status.TLS)
+	}
+	list := &corev1.SecretList{}
+	if err := e.c.List(t.Context(), list, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("%d Secrets made for a cluster without TLS", len(list.Items))
+	}
+}
+
+// testUserSecret: a user's Secret is checked; each defect gives a False
+// TLSReady naming it, and a good Secret is copied for the members.
+func testUserSecret(t *testing.T, e *env) {
+	e.create(func(sp *etcdv1.EtcdClusterSpec) {
+		sp.TLS.Client.SecretRef = &corev1.LocalObjectReference{Name: "my-server"}
+	})
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretNotFound)
+	if msg := meta.FindStatusCondition(cl.Status.Conditions, etcdv1.ConditionTLSReady).Message; !strings.Contains(msg, "my-server") {
+		t.Errorf("message %q does not name the Secret", msg)
+	}
+
+	userCA, err := pki.NewCA("my CA", 24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := pki.Issue(userCA, pki.Request{CommonName: "etcd", Usage: pki.UsageServer, Lifetime: time.Hour,
+		DNSNames: []string{"*." + clusterName + "-peer." + e.ns + ".svc", "*." + clusterName + "-peer." + e.ns + ".svc.cluster.local", clusterName + "." + e.ns + ".svc"},
+		IPs:      []net.IP{net.IPv4(127, 0, 0, 1)}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.Issue(userCA, pki.Request{CommonName: "other", Usage: pki.UsageServer, Lifetime: time.Hour, DNSNames: []string{"elsewhere"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "my-server", Namespace: e.ns}}
+	steps := []struct {
+		name string
+		data map[string][]byte
+		want string // in the message; empty: ready
+	}{
+		{"missing ca.crt", map[string][]byte{pki.CertKey: good.CertPEM, pki.KeyKey: good.KeyPEM}, "ca.crt"},
+		{"wrong key", map[string][]byte{pki.CertKey: good.CertPEM, pki.KeyKey: other.KeyPEM, pki.CAKey: userCA.CertPEM}, "tls.key"},
+		{"names not covered", map[string][]byte{pki.CertKey: other.CertPEM, pki.KeyKey: other.KeyPEM, pki.CAKey: userCA.CertPEM}, "does not cover"},
+		{"good", map[string][]byte{pki.CertKey: good.CertPEM, pki.KeyKey: good.KeyPEM, pki.CAKey: userCA.CertPEM}, ""},
+	}
+	for i, step := range steps {
+		sec.Data = step.data
+		var err error
+		if i == 0 {
+			err = e.c.Create(t.Context(), sec)
+		} else {
+			err = e.c.Update(t.Context(), sec)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if step.want == "" {
+			break
+		}
+		cl = e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretInvalid)
+		eventually(t, step.name+" named", func() error {
+			msg := meta.FindStatusCondition(e.cluster().Status.Conditions, etcdv1.ConditionTLSReady).Message
+			if !strings.Contains(msg, step.want) || !strings.Contains(msg, "my-server") || strings.Contains(msg, "BEGIN") {
+				return fmt.Errorf("message %q, want it to name %q and the Secret, and hold no PEM", msg, step.want)
+			}
+			return nil
+		})
+	}
+	cl = e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
+	server, err := e.secret(cl.Status.TLS.ServerSecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(server.Data[pki.CertKey]) != string(good.CertPEM) {
+		t.Errorf("the serving certificate is not the user's")
+	}
+	// The members trust the user's CA and the operator's, whose client
+	// certificate the operator presents.
+	trust, err := pki.ParseCertsPEM(server.Data[pki.CAKey])
+	if err != nil || len(trust) != 2 {
+		t.Fatalf("server ca.crt holds %d certificates (%v), want the user's CA and the operator's", len(trust), err)
+	}
+	clientSecret, err := e.secret(cl.Status.TLS.ClientSecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(clientSecret.Data[pki.CAKey]) != string(userCA.CertPEM) {
+		t.Errorf("the client Secret's ca.crt is not the CA that signs the serving certificate")
+	}
+	if got, want := cl.Status.TLS.NotAfter.Time, good.Cert.NotAfter.UTC().Truncate(time.Second); !got.Equal(want) {
+		t.Errorf("status.tls.notAfter = %v, want the user certificate's %v", got, want)
+	}
+}
+
+// testCertManagerMissing: without cert-manager's kinds the source says so.
+func testCertManagerMissing(t *testing.T, e *env) {
+	e.create(func(sp *etcdv1.EtcdClusterSpec) {
+		sp.TLS.Peer = &etcdv1.TLSSource{CertManager: &etcdv1.CertManagerSource{IssuerRef: etcdv1.IssuerRef{Name: "ca"}}}
+	})
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonCertManagerNotInstalled)
+	if msg := meta.FindStatusCondition(cl.Status.Conditions, etcdv1.ConditionTLSReady).Message; !strings.Contains(msg, "cert-manager") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+// testAuth: authentication waits for Available, is enabled once with the
+// generated password, follows a password change, and is turned off again.
+func testAuth(t *testing.T, e *env) {
+	e.create(func(sp *etcdv1.EtcdClusterSpec) { sp.Auth.Enabled = true })
+	cl := e.waitCondition(etcdv1.ConditionAuthReady, metav1.ConditionFalse, etcdv1.ReasonWaitingForAvailable)
+	fake := e.factory.Cluster("auth/" + e.ns + "/" + clusterName)
+	if _, on := fake.RootPassword(); on {
+		t.Fatalf("auth enabled before the cluster is Available")
+	}
+	rootSecret, err := e.secret(resources.RootCredentialsSecretName(clusterName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw := rootSecret.Data["password"]; len(pw) < 32 {
+		t.Fatalf("generated password of %d bytes", len(pw))
+	}
+
+	// Play the cluster controller.
+	setAvailable := func() {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cl := e.cluster()
+			meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonQuorumHealthy, ObservedGeneration: cl.Generation})
+			return e.c.Status().Update(t.Context(), cl)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setAvailable()
+	cl = e.waitCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, etcdv1.ReasonAuthEnabled)
+	if pw, on := fake.RootPassword(); !on || pw != string(rootSecret.Data["password"]) {
+		t.Fatalf("etcd auth on %v with the Secret's password %v", on, pw == string(rootSecret.Data["password"]))
+	}
+	if cl.Status.Auth == nil || cl.Status.Auth.RootSecretName != rootSecret.Name || cl.Status.Auth.AppliedSecretVersion != rootSecret.ResourceVersion {
+		t.Fatalf("status.auth = %+v", cl.Status.Auth)
+	}
+	if creds := fake.LastCredentials(); !creds.TLS() || len(creds.CertPEM) == 0 {
+		t.Errorf("the operator reached etcd without its client certificate")
+	}
+	if n := fake.Calls("EnableAuth"); n != 1 {
+		t.Errorf("EnableAuth called %d times, want once", n)
+	}
+
+	rootSecret.Data["password"] = []byte("a-new-password")
+	if err := e.c.Update(t.Context(), rootSecret); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new password in etcd", func() error {
+		if pw, _ := fake.RootPassword(); pw != "a-new-password" {
+			return fmt.Errorf("etcd has another password")
+		}
+		return nil
+	})
+	if n := fake.Calls("EnableAuth"); n != 1 {
+		t.Errorf("EnableAuth called %d times after a password change, want once", n)
+	}
+
+	cl = e.cluster()
+	patch := client.MergeFrom(cl.DeepCopy())
+	cl.Spec.Auth.Enabled = false
+	if err := e.c.Patch(t.Context(), cl, patch); err != nil {
+		t.Fatal(err)
+	}
+	setAvailable()
+	e.waitCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, etcdv1.ReasonAuthDisabled)
+	if _, on := fake.RootPassword(); on {
+		t.Errorf("etcd auth still on")
+	}
+}
