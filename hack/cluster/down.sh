@@ -24,14 +24,18 @@ if [ -n "$owner" ] && [ "$owner" != "$root" ]; then
   done
 fi
 
+# Add-ons that run beside the cluster as host processes (cert-manager.sh).
+ADDONS=(cert-manager)
+
 # Remember every process named in a PID file, to check at the end that none lives.
 declare -A recorded=()
-for c in "${COMPONENTS[@]}"; do
+for c in "${COMPONENTS[@]}" "${ADDONS[@]}"; do
   [ -f "$PID_DIR/$c.pid" ] && recorded[$c]=$(cat "$PID_DIR/$c.pid")
 done
 
-# 1. The kubelet and the controllers first, so nothing recreates what we remove.
-STOP_TIMEOUT=10 stop kubelet kube-controller-manager kube-scheduler local-path-provisioner coredns kube-proxy
+# 1. The add-ons, the kubelet and the controllers first, so nothing recreates what we
+# remove.
+STOP_TIMEOUT=10 stop "${ADDONS[@]}" kubelet kube-controller-manager kube-scheduler local-path-provisioner coredns kube-proxy
 
 # 2. Every pod sandbox, through our containerd while it still runs.
 if running containerd; then

@@ -7,11 +7,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,25 +68,37 @@ func tlsConfig(t *testing.T, certPEM, keyPEM, caPEM []byte) *tls.Config {
 	return cfg
 }
 
-// clientConfig points a client at the cluster's client Service. The tests
-// run outside the cluster and cannot resolve its names, so they dial the
-// Service's IP and check the certificate for the Service's name.
+// clientConfig points a client at the cluster's client Service by its name.
 func (k *kube) clientConfig(ctx context.Context, t *testing.T, key client.ObjectKey, tc *tls.Config) clientv3.Config {
 	t.Helper()
 	svc := &corev1.Service{}
 	if err := k.c.Get(ctx, key, svc); err != nil {
 		t.Fatal(err)
 	}
+	return dialByName(fmt.Sprintf("%s.%s.svc", key.Name, key.Namespace), svc.Spec.ClusterIP, tc)
+}
+
+// dialByName makes a client configuration for host that connects to ip.
+// The tests run outside the cluster and cannot resolve its names, yet the
+// certificate must be checked for the name (etcd's client takes the name
+// to check from the endpoint's host, so an IP endpoint would not do).
+func dialByName(host, ip string, tc *tls.Config) clientv3.Config {
 	scheme := "http"
 	if tc != nil {
 		scheme = "https"
-		tc = tc.Clone()
-		tc.ServerName = fmt.Sprintf("%s.%s.svc", key.Name, key.Namespace)
 	}
 	return clientv3.Config{
-		Endpoints:   []string{fmt.Sprintf("%s://%s:%d", scheme, svc.Spec.ClusterIP, etcdv1.ClientPort)},
+		Endpoints:   []string{fmt.Sprintf("%s://%s:%d", scheme, host, etcdv1.ClientPort)},
 		TLS:         tc,
 		DialTimeout: 3 * time.Second,
 		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			_, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", net.JoinHostPort(ip, port))
+		})},
 	}
 }

@@ -283,9 +283,7 @@ func TestTLSAndAuth(t *testing.T) {
 				if err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: m.Name}, pod); err != nil {
 					t.Fatal(err)
 				}
-				mc := writerTLS.Clone()
-				mc.ServerName = fmt.Sprintf("%s.%s-peer.%s.svc", m.Name, name, key.Namespace)
-				err := tryPut(ctx, clientv3.Config{Endpoints: []string{fmt.Sprintf("https://%s:%d", pod.Status.PodIP, etcdv1.ClientPort)}, TLS: mc, DialTimeout: 3 * time.Second})
+				err := tryPut(ctx, dialByName(fmt.Sprintf("%s.%s-peer.%s.svc", m.Name, name, key.Namespace), pod.Status.PodIP, writerTLS))
 				if err != nil {
 					t.Errorf("new connection to %s after the first certificates expired: %v", m.Name, err)
 				}
