@@ -3,7 +3,7 @@
 // Package e2e holds the end-to-end tests: real etcd Pods on a real cluster.
 // With KUBECONFIG unset they bring up the project's local cluster; with
 // KUBECONFIG set they run against that cluster, which must already have the
-// images the tests use (the etcd image and raftsman:dev).
+// images the tests use (the etcd image and raftsman:dev) and cert-manager.
 package e2e
 
 import (
@@ -29,7 +29,7 @@ var repoRoot = func() string {
 func TestMain(m *testing.M) {
 	kubeconfig := os.Getenv("KUBECONFIG")
 	if kubeconfig == "" {
-		cmd := exec.Command("make", "-C", repoRoot, "cluster-up", "images")
+		cmd := exec.Command("make", "-C", repoRoot, "cluster-up", "images", "cert-manager-up")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "local cluster:", err)
