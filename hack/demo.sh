@@ -20,3 +20,9 @@ done_at=$(date +%s.%N)
 awk -v s="$start" -v a="$applied" -v d="$done_at" \
   'BEGIN { printf "sample cluster Available %.1fs after kubectl apply (operator install %.1fs)\n", d - a, a - s }'
 kubectl get etcd,etcdmember -o wide
+# TLS is on by default: the members' peer and client URLs are https, with
+# certificates from the cluster's own CA (names in status.tls).
+kubectl wait etcdcluster/sample --for=condition=TLSReady --timeout=60s
+kubectl get etcdmember -l etcd.raftsman.io/cluster=sample \
+  -o custom-columns=MEMBER:.metadata.name,PEER:.spec.peerURL,CLIENT:.spec.clientURL,SECRETS:.spec.tls
+echo "client certificate for etcdctl: Secret $(kubectl get etcd sample -o jsonpath='{.status.tls.clientSecretName}') (tls.crt, tls.key, ca.crt)"

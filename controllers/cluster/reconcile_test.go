@@ -642,3 +642,55 @@ func TestUnhealthyMemberIsCheckedSoon(t *testing.T) {
 		t.Errorf("Degraded = %+v after recovery", d)
 	}
 }
+
+// TestTLSClusterWaitsForTLSReady: a cluster with TLS creates no member until
+// the tls controller's TLSReady is True for its generation; then members get
+// https URLs and the Secret names of status.tls, and the operator reaches
+// etcd with the client certificate.
+func TestTLSClusterWaitsForTLSReady(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	c := e.cluster()
+	c.Spec.TLS.Disabled = false
+	c.Generation++
+	if err := e.c.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	res := e.mustReconcile()
+	if n := len(e.members()); n != 0 {
+		t.Fatalf("%d members created before TLSReady", n)
+	}
+	if p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Reason != etcdv1.ReasonWaitingForTLS || res.IsZero() {
+		t.Errorf("Progressing = %+v, result %+v; want WaitingForTLS and a backstop requeue", p, res)
+	}
+
+	// Play the tls controller: the Secrets and the condition.
+	c = e.cluster()
+	c.Status.TLS = &etcdv1.TLSStatus{PeerSecretName: "demo-peer-tls", ServerSecretName: "demo-server-tls", ClientSecretName: "demo-client-tls", CASecretName: "demo-ca"}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonCertificatesReady, ObservedGeneration: c.Generation})
+	if err := e.c.Status().Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	client := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-client-tls", Namespace: "ns"},
+		Data: map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key"), "ca.crt": []byte("ca")}}
+	if err := e.c.Create(context.Background(), client); err != nil {
+		t.Fatal(err)
+	}
+	e.mustReconcile()
+	ms := e.members()
+	if len(ms) != 3 {
+		t.Fatalf("members = %d after TLSReady, want 3", len(ms))
+	}
+	for _, m := range ms {
+		if !strings.HasPrefix(m.Spec.PeerURL, "https://") || !strings.HasPrefix(m.Spec.ClientURL, "https://") || !strings.Contains(m.Spec.InitialCluster, "=https://") {
+			t.Errorf("%s: URLs %s %s %s, want https", m.Name, m.Spec.PeerURL, m.Spec.ClientURL, m.Spec.InitialCluster)
+		}
+		if m.Spec.TLS == nil || m.Spec.TLS.PeerSecretName != "demo-peer-tls" || m.Spec.TLS.ServerSecretName != "demo-server-tls" || !m.Spec.TLS.ClientCertAuth {
+			t.Errorf("%s: tls %+v", m.Name, m.Spec.TLS)
+		}
+	}
+	e.formed()
+	if creds := e.fake().LastCredentials(); string(creds.CertPEM) != "cert" || string(creds.CAPEM) != "ca" {
+		t.Errorf("etcd reached with %q/%q, want the client Secret's certificate", creds.CertPEM, creds.CAPEM)
+	}
+}

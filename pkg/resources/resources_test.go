@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -110,6 +111,71 @@ func TestMemberPod(t *testing.T) {
 			}
 			tt.check(t, p)
 		})
+	}
+}
+
+func TestMemberPodTLS(t *testing.T) {
+	t.Parallel()
+	for _, mutual := range []bool{true, false} {
+		t.Run(fmt.Sprintf("mutual=%v", mutual), func(t *testing.T) {
+			t.Parallel()
+			m := member(etcdv1.InitialClusterStateNew, etcdv1.EtcdOptions{}, etcdv1.StorageSpec{})
+			m.Spec.TLS = &etcdv1.MemberTLS{PeerSecretName: "demo-peer-tls", ServerSecretName: "demo-server-tls", ClientCertAuth: mutual}
+			p := MemberPod(m, true)
+			args := p.Spec.Containers[0].Args
+			want := []string{"--listen-peer-urls=https://0.0.0.0:2380", "--listen-client-urls=https://0.0.0.0:2379",
+				"--listen-metrics-urls=http://0.0.0.0:2381",
+				"--peer-cert-file=/etc/etcd/tls/peer/tls.crt", "--peer-key-file=/etc/etcd/tls/peer/tls.key",
+				"--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt", "--peer-client-cert-auth=true",
+				"--cert-file=/etc/etcd/tls/server/tls.crt", "--key-file=/etc/etcd/tls/server/tls.key"}
+			clientAuth := []string{"--trusted-ca-file=/etc/etcd/tls/server/ca.crt", "--client-cert-auth=true"}
+			if mutual {
+				want = append(want, clientAuth...)
+			}
+			for _, w := range want {
+				if !slices.Contains(args, w) {
+					t.Errorf("args %v lack %s", args, w)
+				}
+			}
+			// etcd asks for a client certificate as soon as it has a
+			// trusted CA file, so without mutual TLS it must not get one.
+			if !mutual && slices.ContainsFunc(args, func(a string) bool {
+				return strings.HasPrefix(a, "--trusted-ca-file") || strings.HasPrefix(a, "--client-cert-auth")
+			}) {
+				t.Errorf("args %v ask for client certificates", args)
+			}
+			secrets := map[string]string{}
+			for _, v := range p.Spec.Volumes {
+				if v.Secret != nil {
+					secrets[v.Name] = v.Secret.SecretName
+					if *v.Secret.DefaultMode != 0o440 {
+						t.Errorf("volume %s mode %o, want 0440", v.Name, *v.Secret.DefaultMode)
+					}
+				}
+			}
+			if secrets["peer-tls"] != "demo-peer-tls" || secrets["server-tls"] != "demo-server-tls" {
+				t.Errorf("secret volumes %v", secrets)
+			}
+			for _, vm := range p.Spec.Containers[0].VolumeMounts {
+				if vm.SubPath != "" {
+					t.Errorf("mount %s uses subPath, which never sees Secret updates", vm.Name)
+				}
+			}
+		})
+	}
+	plainArgs := EtcdArgs(member(etcdv1.InitialClusterStateNew, etcdv1.EtcdOptions{}, etcdv1.StorageSpec{}), true)
+	if slices.ContainsFunc(plainArgs, func(a string) bool { return strings.Contains(a, "https") || strings.Contains(a, "cert-file") }) {
+		t.Errorf("a member without TLS got TLS flags: %v", plainArgs)
+	}
+}
+
+func TestServerHosts(t *testing.T) {
+	t.Parallel()
+	got := ServerHosts(plain, "cluster.local.")
+	for _, want := range []string{"*.demo-peer.ns.svc", "*.demo-peer.ns.svc.cluster.local", "demo", "demo.ns", "demo.ns.svc", "demo.ns.svc.cluster.local", "localhost"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("server hosts %v lack %s", got, want)
+		}
 	}
 }
 
