@@ -122,6 +122,9 @@ const (
 	// ReasonWaitingForTLS: the cluster controller waits for TLSReady
 	// (Progressing True).
 	ReasonWaitingForTLS = "WaitingForTLS"
+	// ReasonRestartingMembers: members restart one at a time to load new
+	// trusted CAs (Progressing True).
+	ReasonRestartingMembers = "RestartingMembers"
 )
 
 // Reasons of EtcdMember conditions.

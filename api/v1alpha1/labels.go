@@ -16,6 +16,13 @@ const (
 	MemberFinalizer = "etcd.raftsman.io/membership"
 	// ClusterFinalizer holds an EtcdCluster until its members are released.
 	ClusterFinalizer = "etcd.raftsman.io/cluster"
+
+	// RotateCAAnnotation on an EtcdCluster asks for a new CA now: each new
+	// value starts one rotation.
+	RotateCAAnnotation = "etcd.raftsman.io/rotate-ca"
+	// TrustRevisionAnnotation on a member Pod is the trust revision it
+	// started with.
+	TrustRevisionAnnotation = "etcd.raftsman.io/trust-revision"
 )
 
 // Ports etcd listens on in every member Pod.

@@ -170,6 +170,23 @@ type TLSStatus struct {
 	// RenewAt is when the operator next renews a certificate it issued.
 	// +optional
 	RenewAt *metav1.Time `json:"renewAt,omitempty"`
+	// CANotAfter is when the operator's CA of this cluster expires; it is
+	// replaced at two thirds of its lifetime.
+	// +optional
+	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
+	// TrustRevision names the set of CAs members load when they start. When
+	// it changes (a CA rotation), the cluster controller restarts the
+	// members one at a time, each once the others are healthy.
+	// +optional
+	TrustRevision string `json:"trustRevision,omitempty"`
+	// CARotation is empty, or says that a new CA is trusted next to the old
+	// one and waits for every member to load both before it signs.
+	// +optional
+	CARotation string `json:"caRotation,omitempty"`
+	// CARotationRequest is the last value of the rotate-ca annotation the
+	// operator acted on.
+	// +optional
+	CARotationRequest string `json:"caRotationRequest,omitempty"`
 }
 
 // AuthStatus is the state of etcd's authentication.
@@ -195,4 +212,8 @@ type MemberTLS struct {
 	// ClientCertAuth makes etcd require client certificates.
 	// +optional
 	ClientCertAuth bool `json:"clientCertAuth,omitempty"`
+	// TrustRevision is the status.tls.trustRevision the member's Pod must
+	// have started with; the member controller restarts a Pod that did not.
+	// +optional
+	TrustRevision string `json:"trustRevision,omitempty"`
 }

@@ -92,11 +92,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// 3. bootstrap it; 4. learn etcd's view; 5. wait for the certificates of
 	// this generation; 6. finish removals; 7. replace lost members; 8. scale
 	// down; 9. scale up: create the EtcdMember, 10. add it as a learner,
-	// 11. promote it; 12. come back for a health check.
+	// 11. promote it; 12. restart members that must load new CAs, one at a
+	// time; 13. come back for a health check.
 	return kube.Run(ctx, s,
 		r.ensureServices, r.ensurePDB, r.waitForTLS(true), r.bootstrap, r.observeEtcd,
 		r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.scaleDown, r.scaleUp,
-		r.addLearners, r.promoteLearners, r.healthCheckLater)
+		r.addLearners, r.promoteLearners, r.restartForTrust, r.healthCheckLater)
 }
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
@@ -235,6 +236,7 @@ func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
 		PeerSecretName:   c.Status.TLS.PeerSecretName,
 		ServerSecretName: c.Status.TLS.ServerSecretName,
 		ClientCertAuth:   c.Spec.TLS.Client.IsMutual(),
+		TrustRevision:    c.Status.TLS.TrustRevision,
 	}
 }
 

@@ -35,6 +35,8 @@ type scope struct {
 	// waitingForTLS: the member's first Pod waits for the cluster's
 	// TLSReady condition.
 	waitingForTLS bool
+	// restarting: the Pod was deleted to start again with new settings.
+	restarting bool
 }
 
 // Reconcile keeps the member's PVC and Pod.
@@ -57,8 +59,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	// 1. observe the PVC and the Pod; 2. create the PVC; 3. create the Pod.
-	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.ensurePod)
+	// 1. observe the PVC and the Pod; 2. create the PVC; 3. restart a Pod
+	// that must load new trusted CAs; 4. create the Pod.
+	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.restartForTrust, r.ensurePod)
 }
 
 func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -111,11 +114,30 @@ func (r *Reconciler) ensurePVC(ctx context.Context, s *scope) (ctrl.Result, erro
 	return ctrl.Result{}, nil
 }
 
+// restartForTrust deletes the Pod of a member whose spec names other trusted
+// CAs than the Pod started with; ensurePod then starts it again, on the same
+// volume with the same identity. The cluster controller changes one member
+// at a time, so this never costs the quorum.
+func (r *Reconciler) restartForTrust(ctx context.Context, s *scope) (ctrl.Result, error) {
+	m, p := s.member, s.pod
+	if p == nil || !p.DeletionTimestamp.IsZero() || resources.StartedWithTrust(m, p) {
+		return ctrl.Result{}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Restarting the Pod to load new trusted CAs", "pod", p.Name)
+	if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("delete pod %s: %w", p.Name, err)
+	}
+	r.Recorder.Eventf(m, p, corev1.EventTypeNormal, "PodRestarted", "Restart", "Pod %s restarts to load new trusted CAs", p.Name)
+	// The Pod's deletion wakes this controller to start it again.
+	s.restarting = true
+	return ctrl.Result{}, nil
+}
+
 // ensurePod creates the Pod of a registered member. A Pod that is still
 // terminating is waited for (its deletion wakes this controller up).
 func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.member
-	if !s.registered || s.dataLost || s.pod != nil {
+	if !s.registered || s.dataLost || s.pod != nil || s.restarting {
 		return ctrl.Result{}, nil
 	}
 	if m.Spec.TLS != nil && m.Status.PodName == "" {

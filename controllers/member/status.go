@@ -24,6 +24,8 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
 	case s.waitingForTLS:
 		set(false, etcdv1.ReasonWaitingForTLS, "The first Pod waits for the cluster's TLSReady condition: its certificates are not ready")
+	case s.restarting:
+		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s is restarting to load new trusted CAs", s.member.Name))
 	case podReady(s.pod):
 		set(true, etcdv1.ReasonPodReady, "etcd answers its readiness check")
 	default:

@@ -3,15 +3,20 @@ package tls
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/pki"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
@@ -44,38 +50,137 @@ func renewBefore(c *etcdv1.EtcdCluster) time.Duration {
 	return 0
 }
 
-// ensureCA makes the cluster's CA once and reads it afterwards. The CA
-// always exists with TLS on: it signs the operator's client certificate
-// whatever the source of the others.
+// Keys of the CA Secret besides tls.crt and tls.key (the CA that signs):
+// during a rotation the incoming CA, trusted but not signing yet, and after
+// it the retired CA, still trusted until it expires.
+const (
+	nextCertKey     = "next.crt"
+	nextKeyKey      = "next.key"
+	previousCertKey = "previous.crt"
+)
+
+// ensureCA makes the cluster's CA once and reads it afterwards; it starts a
+// CA rotation when the CA is two thirds through its life or the rotate-ca
+// annotation has a new value. The CA always exists with TLS on: it signs
+// the operator's client certificate whatever the source of the others.
+//
+// A rotation never breaks a connection: etcd loads the CAs it trusts only at
+// start, so the new CA is first added to what members trust, the members
+// restart one at a time (the cluster controller does that when
+// status.tls.trustRevision changes), and only once all of them run with
+// both CAs does the new one start signing (promoteCA).
 func (r *Reconciler) ensureCA(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	if c.Spec.TLS.Disabled {
 		return ctrl.Result{}, nil
+	}
+	if c.Status.TLS != nil {
+		s.rotationRequest = c.Status.TLS.CARotationRequest
 	}
 	name := resources.CASecretName(c.Name)
 	have, err := r.ownSecret(ctx, c, name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if have != nil {
-		ca, err := pki.ParseKeyPair(have.Data[pki.CertKey], have.Data[pki.KeyKey])
+	if have == nil {
+		ca, err := r.newCA(s)
 		if err != nil {
-			s.problem(etcdv1.ReasonSecretInvalid, "The CA Secret %s is unusable (%v); delete it only if no member runs yet", name, err)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).Info("Creating the cluster's CA", "secret", name)
+		if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, map[string][]byte{pki.CertKey: ca.CertPEM, pki.KeyKey: ca.KeyPEM}, nil); err != nil {
+			return ctrl.Result{}, err
 		}
 		s.ca = ca
+		return ctrl.Result{}, s.setTrust()
+	}
+	ca, err := pki.ParseKeyPair(have.Data[pki.CertKey], have.Data[pki.KeyKey])
+	if err != nil {
+		s.problem(etcdv1.ReasonSecretInvalid, "The CA Secret %s is unusable (%v); delete it only if no member runs yet", name, err)
 		return ctrl.Result{}, nil
 	}
-	ca, err := pki.NewCA(fmt.Sprintf("%s.%s etcd CA", c.Name, c.Namespace), r.Options.CALifetime, s.now)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("make the CA: %w", err)
+	s.ca, s.previousCA = ca, have.Data[previousCertKey]
+	if len(have.Data[nextCertKey]) > 0 {
+		if s.nextCA, err = pki.ParseKeyPair(have.Data[nextCertKey], have.Data[nextKeyKey]); err != nil {
+			s.problem(etcdv1.ReasonSecretInvalid, "The incoming CA in Secret %s is unusable (%v)", name, err)
+			return ctrl.Result{}, nil
+		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Creating the cluster's CA", "secret", name)
-	if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, map[string][]byte{pki.CertKey: ca.CertPEM, pki.KeyKey: ca.KeyPEM}, nil); err != nil {
+	req := c.Annotations[etcdv1.RotateCAAnnotation]
+	if s.nextCA == nil && (pki.NeedsRenewal(ca.Cert, 0, s.now) || req != "" && req != s.rotationRequest) {
+		next, err := r.newCA(s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).Info("Starting a CA rotation: the new CA is trusted first, and signs once every member restarted", "secret", name, "caNotAfter", ca.Cert.NotAfter)
+		data := map[string][]byte{pki.CertKey: ca.CertPEM, pki.KeyKey: ca.KeyPEM, nextCertKey: next.CertPEM, nextKeyKey: next.KeyPEM}
+		if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, data, nil); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "CARotationStarted", "RotateCA",
+			"A new CA is trusted next to the old one; members restart one at a time before it signs")
+		s.nextCA, s.previousCA, s.rotationRequest = next, nil, req
+	}
+	return ctrl.Result{}, s.setTrust()
+}
+
+func (r *Reconciler) newCA(s *scope) (*pki.KeyPair, error) {
+	ca, err := pki.NewCA(fmt.Sprintf("%s.%s etcd CA %s", s.cluster.Name, s.cluster.Namespace, s.now.UTC().Format("2006-01-02T15:04:05Z")), r.Options.CALifetime, s.now)
+	if err != nil {
+		return nil, fmt.Errorf("make the CA: %w", err)
+	}
+	return ca, nil
+}
+
+// setTrust computes the operator's CAs members trust: the signing one, the
+// incoming one during a rotation, and the retired one until it expires.
+func (s *scope) setTrust() error {
+	pems := [][]byte{s.ca.CertPEM}
+	if s.nextCA != nil {
+		pems = append(pems, s.nextCA.CertPEM)
+	}
+	if prev, err := pki.ParseCertsPEM(s.previousCA); err == nil && prev[0].NotAfter.After(s.now) {
+		pems = append(pems, s.previousCA)
+	}
+	trust, err := pki.Bundle(pems...)
+	if err != nil {
+		return fmt.Errorf("trust bundle: %w", err)
+	}
+	s.trust = trust
+	return nil
+}
+
+// promoteCA ends a CA rotation once every member runs with the bundle that
+// trusts both CAs: the new CA signs from now on, and the certificates are
+// issued again from it on the next pass.
+func (r *Reconciler) promoteCA(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	if s.nextCA == nil || s.tlsReason != "" || s.trustRev == "" {
+		return ctrl.Result{}, nil
+	}
+	list := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list members: %w", err)
+	}
+	for _, m := range list.Items {
+		if !metav1.IsControlledBy(&m, c) || !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if m.Spec.TLS == nil || m.Spec.TLS.TrustRevision != s.trustRev || !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation) {
+			// A member's change wakes this controller.
+			return ctrl.Result{}, nil
+		}
+	}
+	name := resources.CASecretName(c.Name)
+	ctrl.LoggerFrom(ctx).Info("Every member trusts the new CA: it signs from now on", "secret", name)
+	data := map[string][]byte{pki.CertKey: s.nextCA.CertPEM, pki.KeyKey: s.nextCA.KeyPEM, previousCertKey: s.ca.CertPEM}
+	if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, data, nil); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.ca = ca
-	return ctrl.Result{}, nil
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "CARotated", "RotateCA",
+		"The new CA signs the cluster's certificates; the old one stays trusted until it expires")
+	// Issue the certificates from the new CA at once.
+	return ctrl.Result{RequeueAfter: conflictRetry}, nil
 }
 
 // ensurePeer writes the members' peer certificate.
@@ -110,9 +215,13 @@ func (r *Reconciler) ensureServer(ctx context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	s.serverCA = ca
-	trust, err := pki.Bundle(ca, s.ca.CertPEM)
+	trust, err := pki.Bundle(ca, s.trust)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("trust bundle: %w", err)
+	}
+	// What members load at start: the CAs of peers and of clients.
+	if s.trustRev, err = trustRevision(s.peerCA, trust); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.writeSecret(ctx, c, resources.ServerTLSSecretName(c.Name), corev1.SecretTypeTLS,
 		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: trust}, nil)
@@ -199,7 +308,7 @@ func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etc
 		}
 	}
 	s.expires(kp, true, renewBefore(c))
-	return kp, s.ca.CertPEM, true, nil
+	return kp, s.trust, true, nil
 }
 
 // checked validates a Secret that someone else wrote.
@@ -240,6 +349,29 @@ func (r *Reconciler) reuse(s *scope, have *corev1.Secret, req pki.Request) *pki.
 		return nil
 	}
 	return kp
+}
+
+// trustRevision names a set of CA certificates, whatever their order and
+// the files they are in.
+func trustRevision(pems ...[]byte) (string, error) {
+	var sums []string
+	for _, p := range pems {
+		if len(p) == 0 {
+			continue
+		}
+		certs, err := pki.ParseCertsPEM(p)
+		if err != nil {
+			return "", fmt.Errorf("trust revision: %w", err)
+		}
+		for _, c := range certs {
+			sum := sha256.Sum256(c.Raw)
+			sums = append(sums, hex.EncodeToString(sum[:]))
+		}
+	}
+	slices.Sort(sums)
+	sums = slices.Compact(sums)
+	sum := sha256.Sum256([]byte(strings.Join(sums, ",")))
+	return hex.EncodeToString(sum[:8]), nil
 }
 
 func sameStrings(a, b []string) bool {

@@ -67,6 +67,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -80,11 +81,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		For(&etcdv1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, availableChanged{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToCluster)).
+		// A CA rotation waits for the members to restart.
+		Watches(&etcdv1.EtcdMember{}, handler.EnqueueRequestsFromMapFunc(secretToCluster)).
 		Complete(r)
 }
 
 // secretToCluster maps a Secret of a cluster (the operator's, or one
-// cert-manager wrote for it) to the cluster through its label.
+// cert-manager wrote for it), or a member, to the cluster through its label.
 func secretToCluster(_ context.Context, o client.Object) []reconcile.Request {
 	name, ok := o.GetLabels()[etcdv1.ClusterLabel]
 	if !ok {

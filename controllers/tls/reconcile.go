@@ -26,8 +26,16 @@ type scope struct {
 	base    *etcdv1.EtcdCluster
 	now     time.Time
 
-	// ca is the operator's CA of the cluster.
-	ca *pki.KeyPair
+	// ca is the operator's CA of the cluster, the one that signs; nextCA is
+	// the incoming one during a rotation and previousCA (PEM) the retired
+	// one, both trusted; trust is the bundle of the three.
+	ca, nextCA *pki.KeyPair
+	previousCA []byte
+	trust      []byte
+	// trustRev names every CA members load at start.
+	trustRev string
+	// rotationRequest is the rotate-ca annotation value acted on.
+	rotationRequest string
 	// peerCA and serverCA are the CAs that sign the peer and the serving
 	// certificates, whatever their source.
 	peerCA, serverCA []byte
@@ -70,10 +78,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		retErr = errors.Join(retErr, err)
 	}()
-	// 1. the CA; 2. peer, 3. serving and 4. client certificates; 5. root
-	// credentials; 6. etcd's authentication; 7. come back to renew.
+	// 1. the CA; 2. peer, 3. serving and 4. client certificates; 5. end a
+	// CA rotation; 6. root credentials; 7. etcd's authentication; 8. come
+	// back to renew.
 	return kube.Run(ctx, s,
-		r.ensureCA, r.ensurePeer, r.ensureServer, r.ensureClient,
+		r.ensureCA, r.ensurePeer, r.ensureServer, r.ensureClient, r.promoteCA,
 		r.ensureRootSecret, r.reconcileAuth, r.renewLater)
 }
 

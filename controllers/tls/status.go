@@ -41,6 +41,13 @@ func setTLSStatus(s *scope) {
 	if !s.renewAt.IsZero() {
 		st.RenewAt = ptrTime(s.renewAt)
 	}
+	if s.ca != nil {
+		st.CANotAfter = ptrTime(s.ca.Cert.NotAfter)
+	}
+	st.TrustRevision, st.CARotationRequest = s.trustRev, s.rotationRequest
+	if s.nextCA != nil {
+		st.CARotation = "A new CA is trusted next to the old one; it signs once every member has restarted with both"
+	}
 	c.Status.TLS = st
 }
 

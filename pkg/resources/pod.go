@@ -125,7 +125,7 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 			Name:        m.Name,
 			Namespace:   m.Namespace,
 			Labels:      labels,
-			Annotations: maps.Clone(t.Metadata.Annotations),
+			Annotations: podAnnotations(m),
 		},
 		Spec: corev1.PodSpec{
 			Hostname:           m.Name,
@@ -177,6 +177,27 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 		},
 	}
 	return pod
+}
+
+// podAnnotations are the user's, and the trust revision the Pod starts with.
+func podAnnotations(m *etcdv1.EtcdMember) map[string]string {
+	a := maps.Clone(m.Spec.PodTemplate.Metadata.Annotations)
+	if m.Spec.TLS != nil && m.Spec.TLS.TrustRevision != "" {
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[etcdv1.TrustRevisionAnnotation] = m.Spec.TLS.TrustRevision
+	}
+	return a
+}
+
+// StartedWithTrust says whether a member's Pod started trusting the CAs
+// its spec names now.
+func StartedWithTrust(m *etcdv1.EtcdMember, p *corev1.Pod) bool {
+	if m.Spec.TLS == nil {
+		return true
+	}
+	return p.Annotations[etcdv1.TrustRevisionAnnotation] == m.Spec.TLS.TrustRevision
 }
 
 func volumeMounts(m *etcdv1.EtcdMember) []corev1.VolumeMount {
