@@ -45,8 +45,11 @@ func TestSetStatus(t *testing.T) {
 			s.problem(etcdv1.ReasonSecretInvalid, "second")
 		}, tls: etcdv1.ReasonSecretNotFound, auth: etcdv1.ReasonAuthDisabled, authTrue: true},
 		{name: "auth waits", spec: etcdv1.EtcdClusterSpec{Auth: etcdv1.AuthSpec{Enabled: true}},
-			scope: func(s *scope) { s.client = client; s.authReason, s.authMsg = etcdv1.ReasonWaitingForAvailable, "waiting" },
-			tls:   etcdv1.ReasonCertificatesReady, tlsTrue: true, auth: etcdv1.ReasonWaitingForAvailable},
+			scope: func(s *scope) {
+				s.client = client
+				s.authReason, s.authMsg = etcdv1.ReasonWaitingForAvailable, "waiting"
+			},
+			tls: etcdv1.ReasonCertificatesReady, tlsTrue: true, auth: etcdv1.ReasonWaitingForAvailable},
 		{name: "auth on", spec: etcdv1.EtcdClusterSpec{Auth: etcdv1.AuthSpec{Enabled: true}},
 			status: etcdv1.EtcdClusterStatus{Auth: &etcdv1.AuthStatus{Enabled: true, RootSecretName: "demo-root-credentials"}},
 			scope:  func(s *scope) { s.client = client },

@@ -312,6 +312,92 @@ func TestTLSAndAuth(t *testing.T) {
 			checkKeys(ctx, t, etcdClient(ctx, t, k, key), "renew/", acked)
 			return ctx
 		}).
+		Assess("the CA rotates while a client writes: both CAs trusted, members restarted one at a time", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			c := getCluster(ctx, t, k, key)
+			oldCA := k.clusterCA(ctx, t, c)
+			oldRev := c.Status.TLS.TrustRevision
+			// The writer trusts both CAs and presents a certificate of the
+			// old one, as a client set up before the rotation would.
+			writerTLS := k.rootTLS(ctx, t, key).Clone()
+			own := clientCert(t, oldCA, "root")
+			cert, err := tls.X509KeyPair(own.CertPEM, own.KeyPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writerTLS.Certificates = []tls.Certificate{cert}
+			wcfg := k.clientConfig(ctx, t, key, writerTLS)
+			w := startRetryingWriter(ctx, func() (*clientv3.Client, error) { return clientv3.New(wcfg) }, "ca/")
+			time.Sleep(2 * time.Second)
+
+			start := time.Now()
+			patch := client.MergeFrom(c.DeepCopy())
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[etcdv1.RotateCAAnnotation] = "e2e-1"
+			if err := k.c.Patch(ctx, c, patch); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(ctx, t, 4*time.Minute, "the new CA signing and every member restarted", func() (bool, error) {
+				c = getCluster(ctx, t, k, key)
+				st := c.Status.TLS
+				if st.CARotationRequest != "e2e-1" || st.CARotation != "" || st.TrustRevision == oldRev || conditionTrue(c, etcdv1.ConditionTLSReady) != nil {
+					return false, fmt.Errorf("status.tls %+v", st)
+				}
+				ca := k.clusterCA(ctx, t, c)
+				if ca.Cert.SerialNumber.Cmp(oldCA.Cert.SerialNumber) == 0 {
+					return false, fmt.Errorf("the old CA still signs")
+				}
+				leaf, err := pki.ParseCertsPEM(k.secretData(ctx, t, key.Namespace, st.PeerSecretName)[pki.CertKey])
+				if err != nil || leaf[0].CheckSignatureFrom(ca.Cert) != nil {
+					return false, fmt.Errorf("peer certificate not from the new CA yet")
+				}
+				members := &etcdv1.EtcdMemberList{}
+				if err := k.c.List(ctx, members, client.InNamespace(key.Namespace)); err != nil {
+					return false, err
+				}
+				for _, m := range members.Items {
+					if m.Spec.TLS.TrustRevision == oldRev {
+						return false, fmt.Errorf("member %s not restarted", m.Name)
+					}
+				}
+				return true, nil
+			})
+			waitConverged(ctx, t, k, key, 3, 2*time.Minute)
+			t.Logf("CA rotated and members restarted in %.1fs", time.Since(start).Seconds())
+			acked, retried, lost := w.stop()
+			t.Logf("writer: %d acknowledged, %d attempts retried, %d failed beyond retries", len(acked), retried, lost)
+			if lost > 0 {
+				t.Errorf("%d writes failed beyond retries during the CA rotation", lost)
+			}
+			evs, err := k.cs.CoreV1().Events(key.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			restarts := 0
+			for _, e := range evs.Items {
+				if e.Reason == "MemberRestarting" {
+					restarts++
+				}
+			}
+			if restarts != 3 {
+				t.Errorf("%d MemberRestarting events, want one per member", restarts)
+			}
+			// A client that trusts only the new CA, with a certificate of it.
+			newCA := k.clusterCA(ctx, t, c)
+			fresh := tlsConfig(t, nil, nil, newCA.CertPEM)
+			kp := clientCert(t, newCA, "root")
+			if cert, err = tls.X509KeyPair(kp.CertPEM, kp.KeyPEM); err != nil {
+				t.Fatal(err)
+			}
+			fresh.Certificates = []tls.Certificate{cert}
+			if err := tryPut(ctx, k.clientConfig(ctx, t, key, fresh)); err != nil {
+				t.Errorf("a client of the new CA only: %v", err)
+			}
+			checkKeys(ctx, t, etcdClient(ctx, t, k, key), "ca/", acked)
+			return ctx
+		}).
 		Assess("the root password rotates while a client writes with it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
 			c := getCluster(ctx, t, k, key)
