@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -664,18 +665,7 @@ func TestTLSClusterWaitsForTLSReady(t *testing.T) {
 		t.Errorf("Progressing = %+v, result %+v; want WaitingForTLS and a backstop requeue", p, res)
 	}
 
-	// Play the tls controller: the Secrets and the condition.
-	c = e.cluster()
-	c.Status.TLS = &etcdv1.TLSStatus{PeerSecretName: "demo-peer-tls", ServerSecretName: "demo-server-tls", ClientSecretName: "demo-client-tls", CASecretName: "demo-ca"}
-	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonCertificatesReady, ObservedGeneration: c.Generation})
-	if err := e.c.Status().Update(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
-	client := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-client-tls", Namespace: "ns"},
-		Data: map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key"), "ca.crt": []byte("ca")}}
-	if err := e.c.Create(context.Background(), client); err != nil {
-		t.Fatal(err)
-	}
+	e.tlsReady("rev-1")
 	e.mustReconcile()
 	ms := e.members()
 	if len(ms) != 3 {
@@ -692,5 +682,106 @@ func TestTLSClusterWaitsForTLSReady(t *testing.T) {
 	e.formed()
 	if creds := e.fake().LastCredentials(); string(creds.CertPEM) != "cert" || string(creds.CAPEM) != "ca" {
 		t.Errorf("etcd reached with %q/%q, want the client Secret's certificate", creds.CertPEM, creds.CAPEM)
+	}
+}
+
+// tlsReady plays the tls controller: the client Secret, status.tls with the
+// trust revision, and TLSReady for the current generation.
+func (e *env) tlsReady(rev string) {
+	e.t.Helper()
+	c := e.cluster()
+	c.Status.TLS = &etcdv1.TLSStatus{PeerSecretName: "demo-peer-tls", ServerSecretName: "demo-server-tls", ClientSecretName: "demo-client-tls", CASecretName: "demo-ca", TrustRevision: rev}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonCertificatesReady, ObservedGeneration: c.Generation})
+	if err := e.c.Status().Update(context.Background(), c); err != nil {
+		e.t.Fatal(err)
+	}
+	client := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-client-tls", Namespace: "ns"},
+		Data: map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key"), "ca.crt": []byte("ca")}}
+	if err := e.c.Create(context.Background(), client); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+}
+
+// TestNewTrustRestartsMembersOneAtATime: a new trust revision (a CA
+// rotation) reaches one member at a time, only while all are Ready and
+// healthy, and the leader last.
+func TestNewTrustRestartsMembersOneAtATime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	c := e.cluster()
+	c.Spec.TLS.Disabled = false
+	c.Generation++
+	if err := e.c.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	e.tlsReady("rev-1")
+	e.formed()
+	leader := ""
+	for _, m := range e.members() {
+		if m.Spec.TLS == nil || m.Spec.TLS.TrustRevision != "rev-1" {
+			t.Fatalf("%s: tls %+v, want trust revision rev-1", m.Name, m.Spec.TLS)
+		}
+		if id, _ := etcd.ParseID(m.Status.MemberID); id == e.fake().Leader() {
+			leader = m.Name
+		}
+	}
+	c = e.cluster()
+	c.Status.TLS.TrustRevision = "rev-2"
+	if err := e.c.Status().Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for range 3 {
+		e.mustReconcile()
+		var restarted []etcdv1.EtcdMember
+		for _, m := range e.members() {
+			if m.Spec.TLS.TrustRevision == "rev-2" && !slices.Contains(order, m.Name) {
+				restarted = append(restarted, m)
+			}
+		}
+		if len(restarted) != 1 {
+			t.Fatalf("%d members moved to the new trust in one pass, want 1", len(restarted))
+		}
+		m := restarted[0]
+		order = append(order, m.Name)
+		if p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Reason != etcdv1.ReasonRestartingMembers {
+			t.Errorf("Progressing = %+v, want RestartingMembers", p)
+		}
+		// The member controller restarts its Pod: not Ready, so nothing
+		// else moves meanwhile.
+		setReady := func(ready bool) {
+			m := e.member(m.Name)
+			st := metav1.ConditionFalse
+			if ready {
+				st = metav1.ConditionTrue
+			}
+			meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionReady, Status: st, Reason: etcdv1.ReasonPodReady, ObservedGeneration: m.Generation})
+			if err := e.c.Status().Update(context.Background(), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setReady(false)
+		e.mustReconcile()
+		moved := 0
+		for _, o := range e.members() {
+			if o.Spec.TLS.TrustRevision == "rev-2" {
+				moved++
+			}
+		}
+		if moved != len(order) {
+			t.Fatalf("%d members on the new trust while %s restarts, want %d", moved, m.Name, len(order))
+		}
+		// The member controller reports the new Pod Ready.
+		setReady(true)
+	}
+	if order[2] != leader {
+		t.Errorf("restart order %v, want the leader %s last", order, leader)
+	}
+	e.mustReconcile()
+	if p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Status != metav1.ConditionFalse {
+		t.Errorf("Progressing = %+v after every member restarted", p)
+	}
+	if n := len(slices.DeleteFunc(e.events(), func(s string) bool { return !strings.Contains(s, "MemberRestarting") })); n != 3 {
+		t.Errorf("%d MemberRestarting events, want 3", n)
 	}
 }

@@ -73,13 +73,14 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller. It runs when a cluster's spec
-// changes, when its Available condition changes (authentication waits for
-// it), and when a Secret of the cluster changes.
+// or annotations change (rotate-ca), when its Available condition changes
+// (authentication waits for it), and when a Secret or a member of the
+// cluster changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
-		For(&etcdv1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, availableChanged{}))).
+		For(&etcdv1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, availableChanged{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToCluster)).
 		// A CA rotation waits for the members to restart.
 		Watches(&etcdv1.EtcdMember{}, handler.EnqueueRequestsFromMapFunc(secretToCluster)).

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -31,6 +32,7 @@ func TestEnvTLSController(t *testing.T) {
 	t.Run("UserSecret", func(t *testing.T) { t.Parallel(); testUserSecret(t, e(t)) })
 	t.Run("CertManagerMissing", func(t *testing.T) { t.Parallel(); testCertManagerMissing(t, e(t)) })
 	t.Run("Auth", func(t *testing.T) { t.Parallel(); testAuth(t, e(t)) })
+	t.Run("CARotation", func(t *testing.T) { t.Parallel(); testCARotation(t, e(t)) })
 }
 
 type env struct {
@@ -363,5 +365,113 @@ func testAuth(t *testing.T, e *env) {
 	e.waitCondition(etcdv1.ConditionAuthReady, metav1.ConditionTrue, etcdv1.ReasonAuthDisabled)
 	if _, on := fake.RootPassword(); on {
 		t.Errorf("etcd auth still on")
+	}
+}
+
+// testCARotation: the rotate-ca annotation adds a new CA to what members
+// trust without letting it sign; once every member runs with the new trust
+// (the test plays the cluster and member controllers), the new CA signs, the
+// certificates are issued again from it, and the set of trusted CAs stays the
+// same so that members do not restart twice.
+func testCARotation(t *testing.T, e *env) {
+	e.create(nil)
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
+	oldCA := mustLeaf(t, e, cl.Status.TLS.CASecretName)
+	oldRev := cl.Status.TLS.TrustRevision
+	if oldRev == "" {
+		t.Fatalf("no trust revision in %+v", cl.Status.TLS)
+	}
+	m := &etcdv1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterName + "-a1b2c", Namespace: e.ns, Labels: resources.ClusterLabels(clusterName),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: cl.Name, UID: cl.UID, Controller: ptr.To(true)}}},
+		Spec: etcdv1.EtcdMemberSpec{ClusterName: clusterName, Version: "3.6.16", Image: "etcd", InitialClusterState: etcdv1.InitialClusterStateNew,
+			InitialCluster: "x", ClusterToken: "t", PeerURL: "https://x:2380", ClientURL: "https://x:2379",
+			TLS: &etcdv1.MemberTLS{PeerSecretName: cl.Status.TLS.PeerSecretName, ServerSecretName: cl.Status.TLS.ServerSecretName, ClientCertAuth: true, TrustRevision: oldRev}},
+	}
+	if err := e.c.Create(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	setReady := func() {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(m), m); err != nil {
+				return err
+			}
+			meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonPodReady, ObservedGeneration: m.Generation})
+			return e.c.Status().Update(t.Context(), m)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady()
+
+	cl = e.cluster()
+	patch := client.MergeFrom(cl.DeepCopy())
+	cl.Annotations = map[string]string{etcdv1.RotateCAAnnotation: "1"}
+	if err := e.c.Patch(t.Context(), cl, patch); err != nil {
+		t.Fatal(err)
+	}
+	var newRev string
+	eventually(t, "the new CA trusted", func() error {
+		st := e.cluster().Status.TLS
+		if st.CARotation == "" || st.TrustRevision == oldRev || st.CARotationRequest != "1" {
+			return fmt.Errorf("status.tls %+v", st)
+		}
+		newRev = st.TrustRevision
+		return nil
+	})
+	caSecret, err := e.secret(cl.Status.TLS.CASecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := pki.ParseCertsPEM(caSecret.Data["next.crt"])
+	if err != nil {
+		t.Fatalf("no incoming CA in the CA Secret: %v", err)
+	}
+	peer, err := e.secret(cl.Status.TLS.PeerSecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, err := pki.ParseCertsPEM(peer.Data[pki.CAKey])
+	if err != nil || len(trusted) != 2 {
+		t.Fatalf("peer ca.crt holds %d CAs (%v), want the old and the new", len(trusted), err)
+	}
+	if leaf := mustLeaf(t, e, cl.Status.TLS.PeerSecretName); leaf.CheckSignatureFrom(oldCA) != nil {
+		t.Errorf("the peer certificate is no longer from the old CA while a member still trusts only it")
+	}
+	testenv.Consistently(t, 2*time.Second, "the old CA still signs", func() error {
+		if ca := mustLeaf(t, e, cl.Status.TLS.CASecretName); ca.SerialNumber.Cmp(oldCA.SerialNumber) != 0 {
+			return fmt.Errorf("the new CA signs before the member restarted")
+		}
+		return nil
+	})
+
+	// The member restarts with the new trust.
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(m), m); err != nil {
+		t.Fatal(err)
+	}
+	m.Spec.TLS.TrustRevision = newRev
+	if err := e.c.Update(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	setReady()
+	eventually(t, "the new CA signing", func() error {
+		st := e.cluster().Status.TLS
+		ca := mustLeaf(t, e, st.CASecretName)
+		leaf := mustLeaf(t, e, st.PeerSecretName)
+		if st.CARotation != "" || ca.SerialNumber.Cmp(next[0].SerialNumber) != 0 || leaf.CheckSignatureFrom(ca) != nil {
+			return fmt.Errorf("status.tls %+v, peer certificate from the new CA: %v", st, leaf.CheckSignatureFrom(ca) == nil)
+		}
+		if st.TrustRevision != newRev {
+			return fmt.Errorf("trust revision %s after the switch, want still %s (same CAs)", st.TrustRevision, newRev)
+		}
+		return nil
+	})
+	caSecret, err = e.secret(cl.Status.TLS.CASecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev, err := pki.ParseCertsPEM(caSecret.Data["previous.crt"]); err != nil || prev[0].SerialNumber.Cmp(oldCA.SerialNumber) != 0 {
+		t.Errorf("the old CA is not kept as previous.crt: %v", err)
 	}
 }
