@@ -7,6 +7,7 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
 )
 
 // setReadyCondition turns what the reconcile saw into the Ready condition.
@@ -26,7 +27,7 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonWaitingForTLS, "The first Pod waits for the cluster's TLSReady condition: its certificates are not ready")
 	case s.restarting:
 		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s is restarting to load new trusted CAs", s.member.Name))
-	case podReady(s.pod):
+	case podReady(s.pod) && resources.StartedWithTrust(m, s.pod):
 		set(true, etcdv1.ReasonPodReady, "etcd answers its readiness check")
 	default:
 		// One message from creation to ready, naming no passing detail

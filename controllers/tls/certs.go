@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -82,6 +83,18 @@ func (r *Reconciler) ensureCA(ctx context.Context, s *scope) (ctrl.Result, error
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if have == nil && c.Status.TLS != nil && c.Status.TLS.CASecretName != "" && r.goneForSure(ctx, c.Namespace, name) {
+		// Members run with certificates of the lost CA: certificates of a
+		// new one would be refused by every member until it restarts, and
+		// restarted members would refuse the others. Nothing is issued; the
+		// certificates in place keep working until they expire.
+		s.problem(etcdv1.ReasonSecretNotFound, "The CA Secret %s is gone while members use certificates it signed; restore it from a backup (nothing is issued until then; the certificates in place expire at %s)",
+			name, c.Status.TLS.NotAfter)
+		return ctrl.Result{}, nil
+	}
+	if have == nil && c.Status.TLS != nil && c.Status.TLS.CASecretName != "" {
+		return ctrl.Result{}, fmt.Errorf("the CA Secret %s is not in the cache yet", name)
+	}
 	if have == nil {
 		ca, err := r.newCA(s)
 		if err != nil {
@@ -96,17 +109,22 @@ func (r *Reconciler) ensureCA(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	ca, err := pki.ParseKeyPair(have.Data[pki.CertKey], have.Data[pki.KeyKey])
 	if err != nil {
-		s.problem(etcdv1.ReasonSecretInvalid, "The CA Secret %s is unusable (%v); delete it only if no member runs yet", name, err)
+		s.problem(etcdv1.ReasonSecretInvalid, "The CA Secret %s does not hold a usable certificate and key; restore it from a backup", name)
 		return ctrl.Result{}, nil
 	}
 	s.ca, s.previousCA = ca, have.Data[previousCertKey]
 	if len(have.Data[nextCertKey]) > 0 {
 		if s.nextCA, err = pki.ParseKeyPair(have.Data[nextCertKey], have.Data[nextKeyKey]); err != nil {
-			s.problem(etcdv1.ReasonSecretInvalid, "The incoming CA in Secret %s is unusable (%v)", name, err)
+			s.problem(etcdv1.ReasonSecretInvalid, "The incoming CA (next.crt, next.key) in Secret %s is unusable; remove both keys to start the rotation again", name)
 			return ctrl.Result{}, nil
 		}
 	}
 	req := c.Annotations[etcdv1.RotateCAAnnotation]
+	if s.nextCA != nil && req != "" {
+		// A request that came while a rotation runs is served by it, even
+		// if the status write of the pass that started it was lost.
+		s.rotationRequest = req
+	}
 	if s.nextCA == nil && (pki.NeedsRenewal(ca.Cert, 0, s.now) || req != "" && req != s.rotationRequest) {
 		next, err := r.newCA(s)
 		if err != nil {
@@ -300,7 +318,10 @@ func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etc
 	if err != nil {
 		return nil, nil, false, err
 	}
-	req := pki.Request{CommonName: c.Name, DNSNames: hosts, IPs: ips, Usage: usage, Lifetime: lifetime(c)}
+	// Not the cluster's name: with authentication on, etcd takes the common
+	// name of a client certificate as a user name, and a cluster named root
+	// would make every member root.
+	req := pki.Request{CommonName: "etcd-" + usage.String(), DNSNames: hosts, IPs: ips, Usage: usage, Lifetime: lifetime(c)}
 	kp := r.reuse(s, have, req)
 	if kp == nil {
 		if kp, err = r.issue(ctx, s, name, req); err != nil {
@@ -402,7 +423,15 @@ func (r *Reconciler) issue(ctx context.Context, s *scope, secret string, req pki
 	return kp, nil
 }
 
+// goneForSure asks the API server, not the cache, whether a Secret is gone.
+func (r *Reconciler) goneForSure(ctx context.Context, namespace, name string) bool {
+	return apierrors.IsNotFound(r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{}))
+}
+
 // ownSecret reads a Secret of the cluster from the cache: nil when absent.
+// A Secret of an earlier cluster of the same name, which the garbage
+// collector has not deleted yet, is an error: using it would tie this
+// cluster to certificates about to vanish.
 func (r *Reconciler) ownSecret(ctx context.Context, c *etcdv1.EtcdCluster, name string) (*corev1.Secret, error) {
 	sec := &corev1.Secret{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, sec); {
@@ -410,6 +439,9 @@ func (r *Reconciler) ownSecret(ctx context.Context, c *etcdv1.EtcdCluster, name 
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("get secret %s: %w", name, err)
+	}
+	if owner := metav1.GetControllerOf(sec); owner != nil && owner.Kind == "EtcdCluster" && owner.UID != c.UID {
+		return nil, fmt.Errorf("secret %s belongs to an earlier EtcdCluster %s; waiting for the garbage collector to delete it", name, owner.Name)
 	}
 	return sec, nil
 }
@@ -429,7 +461,9 @@ func (r *Reconciler) writeSecret(ctx context.Context, c *etcdv1.EtcdCluster, nam
 		if err := controllerutil.SetControllerReference(c, sec, r.Scheme()); err != nil {
 			return fmt.Errorf("own secret %s: %w", name, err)
 		}
-		if err := r.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, sec); err != nil {
+			// AlreadyExists too: the cache has not seen the Secret yet, and
+			// what it holds is not what this pass meant to write.
 			return fmt.Errorf("create secret %s: %w", name, err)
 		}
 		return nil
@@ -460,9 +494,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, s *scope, name strin
 	case meta.IsNoMatchError(err):
 		s.problem(etcdv1.ReasonCertManagerNotInstalled, "spec.tls uses certManager but cert-manager's Certificate kind (cert-manager.io/v1) is not installed: install cert-manager or choose another source")
 		return false, nil
-	case err == nil:
-		return true, nil
-	case !apierrors.IsNotFound(err):
+	case err != nil && !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("get certificate %s: %w", name, err)
 	}
 	usages := []any{"digital signature", "key encipherment", "server auth", "client auth"}
@@ -489,7 +521,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, s *scope, name strin
 	spec := map[string]any{
 		"secretName":     name,
 		"secretTemplate": map[string]any{"labels": labels},
-		"commonName":     c.Name,
+		"commonName":     "etcd-member",
 		"dnsNames":       dns,
 		"usages":         usages,
 		"duration":       lifetime(c).String(),
@@ -501,6 +533,35 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, s *scope, name strin
 	}
 	if rb := renewBefore(c); rb > 0 {
 		spec["renewBefore"] = rb.String()
+	}
+	if err == nil {
+		// Keep what the spec decides (lifetimes, names, issuer) and leave
+		// the rest of the Certificate to cert-manager.
+		haveSpec, _, _ := unstructured.NestedMap(have.Object, "spec")
+		if haveSpec == nil {
+			haveSpec = map[string]any{}
+		}
+		changed := false
+		for k, v := range spec {
+			if !equality.Semantic.DeepEqual(haveSpec[k], v) {
+				haveSpec[k], changed = v, true
+			}
+		}
+		if _, ok := spec["renewBefore"]; !ok && haveSpec["renewBefore"] != nil {
+			delete(haveSpec, "renewBefore")
+			changed = true
+		}
+		if !changed {
+			return true, nil
+		}
+		if err := unstructured.SetNestedMap(have.Object, haveSpec, "spec"); err != nil {
+			return false, fmt.Errorf("certificate %s: %w", name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Updating a cert-manager Certificate", "certificate", name)
+		if err := r.Update(ctx, have); err != nil {
+			return false, fmt.Errorf("update certificate %s: %w", name, err)
+		}
+		return true, nil
 	}
 	want := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	want.SetGroupVersionKind(certificateGVK)
