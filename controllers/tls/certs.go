@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"maps"
 	"net"
@@ -14,10 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,6 +56,9 @@ func renewBefore(c *etcdv1.EtcdCluster) time.Duration {
 // during a rotation the incoming CA, trusted but not signing yet, and after
 // it the retired CA, still trusted until it expires.
 const (
+	// sourceCAKey, in the serving Secret, holds the CAs of the serving
+	// certificate alone; ca.crt adds the CAs of accepted clients.
+	sourceCAKey     = "source-ca.crt"
 	nextCertKey     = "next.crt"
 	nextKeyKey      = "next.key"
 	previousCertKey = "previous.crt"
@@ -168,6 +172,28 @@ func (s *scope) setTrust() error {
 	return nil
 }
 
+// membersTrust says whether every member runs with the trust revision rev:
+// Ready for a spec that names it. An error reading them counts as no.
+func (r *Reconciler) membersTrust(ctx context.Context, s *scope, rev string) bool {
+	c := s.cluster
+	if rev == "" {
+		return false
+	}
+	list := &etcdv1.EtcdMemberList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
+		return false
+	}
+	for _, m := range list.Items {
+		if !metav1.IsControlledBy(&m, c) || !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if m.Spec.TLS == nil || m.Spec.TLS.TrustRevision != rev || !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation) {
+			return false
+		}
+	}
+	return true
+}
+
 // promoteCA ends a CA rotation once every member runs with the bundle that
 // trusts both CAs: the new CA signs from now on, and the certificates are
 // issued again from it on the next pass.
@@ -176,18 +202,9 @@ func (r *Reconciler) promoteCA(ctx context.Context, s *scope) (ctrl.Result, erro
 	if s.nextCA == nil || s.tlsReason != "" || s.trustRev == "" {
 		return ctrl.Result{}, nil
 	}
-	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list members: %w", err)
-	}
-	for _, m := range list.Items {
-		if !metav1.IsControlledBy(&m, c) || !m.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if m.Spec.TLS == nil || m.Spec.TLS.TrustRevision != s.trustRev || !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation) {
-			// A member's change wakes this controller.
-			return ctrl.Result{}, nil
-		}
+	if !r.membersTrust(ctx, s, s.trustRev) {
+		// A member's change wakes this controller.
+		return ctrl.Result{}, nil
 	}
 	name := resources.CASecretName(c.Name)
 	ctrl.LoggerFrom(ctx).Info("Every member trusts the new CA: it signs from now on", "secret", name)
@@ -242,7 +259,7 @@ func (r *Reconciler) ensureServer(ctx context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.writeSecret(ctx, c, resources.ServerTLSSecretName(c.Name), corev1.SecretTypeTLS,
-		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: trust}, nil)
+		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: trust, sourceCAKey: ca}, nil)
 }
 
 // ensureClient writes the operator's client certificate (common name root),
@@ -294,7 +311,11 @@ func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etc
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("get secret %s: %w", src.SecretRef.Name, err)
 		}
-		return s.checked(sec, "spec.tls."+field+".secretRef", usage, sample)
+		kp, ca, ok, err := s.checked(sec, "spec.tls."+field+".secretRef", usage, sample)
+		if err != nil || !ok {
+			return kp, ca, ok, err
+		}
+		return r.staged(ctx, s, mountedName(c, usage), kp, ca)
 	case src.CertManager != nil:
 		name := resources.CertManagerName(c.Name, field)
 		if ok, err := r.ensureCertificate(ctx, s, name, src.CertManager.IssuerRef, hosts, ips); err != nil || !ok {
@@ -308,12 +329,13 @@ func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etc
 			s.problem(etcdv1.ReasonCertificatePending, "Waiting for cert-manager to issue Certificate %s", name)
 			return nil, nil, false, nil
 		}
-		return s.checked(sec, "cert-manager Certificate "+name, usage, sample)
+		kp, ca, ok, err := s.checked(sec, "cert-manager Certificate "+name, usage, sample)
+		if err != nil || !ok {
+			return kp, ca, ok, err
+		}
+		return r.staged(ctx, s, mountedName(c, usage), kp, ca)
 	}
-	name := resources.PeerTLSSecretName(c.Name)
-	if usage == pki.UsageServer {
-		name = resources.ServerTLSSecretName(c.Name)
-	}
+	name := mountedName(c, usage)
 	have, err := r.ownSecret(ctx, c, name)
 	if err != nil {
 		return nil, nil, false, err
@@ -330,6 +352,98 @@ func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etc
 	}
 	s.expires(kp, true, renewBefore(c))
 	return kp, s.trust, true, nil
+}
+
+// mountedName is the Secret members mount for a usage.
+func mountedName(c *etcdv1.EtcdCluster, usage pki.Usage) string {
+	if usage == pki.UsageServer {
+		return resources.ServerTLSSecretName(c.Name)
+	}
+	return resources.PeerTLSSecretName(c.Name)
+}
+
+// staged decides what members get when a certificate from outside (a
+// Secret of the user, or cert-manager) changes. Members load the CAs they
+// trust only when they start, so a certificate of a CA they do not trust yet
+// must wait: first its CA joins the CAs in ca.crt next to the current
+// certificate, the members restart one at a time with both (the trust
+// revision changed), and only then the new certificate goes in. A CA stays
+// trusted until it expires.
+func (r *Reconciler) staged(ctx context.Context, s *scope, mounted string, kp *pki.KeyPair, ca []byte) (*pki.KeyPair, []byte, bool, error) {
+	have, err := r.ownSecret(ctx, s.cluster, mounted)
+	if err != nil || have == nil {
+		return kp, ca, err == nil, err
+	}
+	loaded := have.Data[pki.CAKey]
+	source := loaded
+	if sc, ok := have.Data[sourceCAKey]; ok {
+		source = sc
+	}
+	trust, err := pki.Bundle(unexpired(s.now, source, ca)...)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("trust bundle of %s: %w", mounted, err)
+	}
+	if bytes.Equal(have.Data[pki.CertKey], kp.CertPEM) || verifies(kp, loaded) && r.membersTrust(ctx, s, r.mountedTrust(ctx, s)) {
+		return kp, trust, true, nil
+	}
+	current, err := pki.ParseKeyPair(have.Data[pki.CertKey], have.Data[pki.KeyKey])
+	if err != nil {
+		return kp, trust, true, nil
+	}
+	s.pendingSource = fmt.Sprintf("the new certificate for %s waits until every member has restarted trusting its CA", mounted)
+	return current, trust, true, nil
+}
+
+// mountedTrust is the trust revision of the CAs in the Secrets members
+// mount now, read from them rather than from a status that may lag.
+func (r *Reconciler) mountedTrust(ctx context.Context, s *scope) string {
+	c := s.cluster
+	peer, err := r.ownSecret(ctx, c, resources.PeerTLSSecretName(c.Name))
+	if err != nil || peer == nil {
+		return ""
+	}
+	server, err := r.ownSecret(ctx, c, resources.ServerTLSSecretName(c.Name))
+	if err != nil || server == nil {
+		return ""
+	}
+	rev, err := trustRevision(peer.Data[pki.CAKey], server.Data[pki.CAKey])
+	if err != nil {
+		return ""
+	}
+	return rev
+}
+
+// verifies says whether a certificate chains to one of the CAs in caPEM.
+func verifies(kp *pki.KeyPair, caPEM []byte) bool {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return false
+	}
+	inter := x509.NewCertPool()
+	if certs, err := pki.ParseCertsPEM(kp.CertPEM); err == nil {
+		for _, c := range certs[1:] {
+			inter.AddCert(c)
+		}
+	}
+	_, err := kp.Cert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err == nil
+}
+
+// unexpired keeps the certificates of the PEM inputs that are still valid.
+func unexpired(now time.Time, pems ...[]byte) [][]byte {
+	var out [][]byte
+	for _, p := range pems {
+		certs, err := pki.ParseCertsPEM(p)
+		if err != nil {
+			continue
+		}
+		for _, c := range certs {
+			if c.NotAfter.After(now) {
+				out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}))
+			}
+		}
+	}
+	return out
 }
 
 // checked validates a Secret that someone else wrote.
@@ -418,8 +532,7 @@ func (r *Reconciler) issue(ctx context.Context, s *scope, secret string, req pki
 		return nil, fmt.Errorf("issue the certificate of %s: %w", secret, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Issuing a certificate", "secret", secret, "notAfter", kp.Cert.NotAfter)
-	r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "CertificateIssued", "Issue",
-		"Issued the certificate in Secret %s, valid until %s", secret, kp.Cert.NotAfter.UTC().Format(time.RFC3339))
+	s.issued = append(s.issued, secret)
 	return kp, nil
 }
 

@@ -33,6 +33,8 @@ func TestEnvTLSController(t *testing.T) {
 	t.Run("CertManagerMissing", func(t *testing.T) { t.Parallel(); testCertManagerMissing(t, e(t)) })
 	t.Run("Auth", func(t *testing.T) { t.Parallel(); testAuth(t, e(t)) })
 	t.Run("CARotation", func(t *testing.T) { t.Parallel(); testCARotation(t, e(t)) })
+	t.Run("UserCAChange", func(t *testing.T) { t.Parallel(); testUserCAChange(t, e(t)) })
+	t.Run("LostCA", func(t *testing.T) { t.Parallel(); testLostCA(t, e(t)) })
 }
 
 type env struct {
@@ -279,8 +281,8 @@ func testUserSecret(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(clientSecret.Data[pki.CAKey]) != string(userCA.CertPEM) {
-		t.Errorf("the client Secret's ca.crt is not the CA that signs the serving certificate")
+	if cas, err := pki.ParseCertsPEM(clientSecret.Data[pki.CAKey]); err != nil || len(cas) != 1 || !cas[0].Equal(userCA.Cert) {
+		t.Errorf("the client Secret's ca.crt is not the CA that signs the serving certificate (%d certificates, %v)", len(cas), err)
 	}
 	if got, want := cl.Status.TLS.NotAfter.Time, good.Cert.NotAfter.UTC().Truncate(time.Second); !got.Equal(want) {
 		t.Errorf("status.tls.notAfter = %v, want the user certificate's %v", got, want)
@@ -381,29 +383,7 @@ func testCARotation(t *testing.T, e *env) {
 	if oldRev == "" {
 		t.Fatalf("no trust revision in %+v", cl.Status.TLS)
 	}
-	m := &etcdv1.EtcdMember{
-		ObjectMeta: metav1.ObjectMeta{Name: clusterName + "-a1b2c", Namespace: e.ns, Labels: resources.ClusterLabels(clusterName),
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: cl.Name, UID: cl.UID, Controller: ptr.To(true)}}},
-		Spec: etcdv1.EtcdMemberSpec{ClusterName: clusterName, Version: "3.6.16", Image: "etcd", InitialClusterState: etcdv1.InitialClusterStateNew,
-			InitialCluster: "x", ClusterToken: "t", PeerURL: "https://x:2380", ClientURL: "https://x:2379",
-			TLS: &etcdv1.MemberTLS{PeerSecretName: cl.Status.TLS.PeerSecretName, ServerSecretName: cl.Status.TLS.ServerSecretName, ClientCertAuth: true, TrustRevision: oldRev}},
-	}
-	if err := e.c.Create(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
-	setReady := func() {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(m), m); err != nil {
-				return err
-			}
-			meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonPodReady, ObservedGeneration: m.Generation})
-			return e.c.Status().Update(t.Context(), m)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	setReady()
+	m, setReady := e.member(cl, oldRev)
 
 	cl = e.cluster()
 	patch := client.MergeFrom(cl.DeepCopy())
@@ -447,13 +427,7 @@ func testCARotation(t *testing.T, e *env) {
 	})
 
 	// The member restarts with the new trust.
-	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(m), m); err != nil {
-		t.Fatal(err)
-	}
-	m.Spec.TLS.TrustRevision = newRev
-	if err := e.c.Update(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
+	e.restart(m, newRev)
 	setReady()
 	eventually(t, "the new CA signing", func() error {
 		st := e.cluster().Status.TLS
@@ -474,4 +448,150 @@ func testCARotation(t *testing.T, e *env) {
 	if prev, err := pki.ParseCertsPEM(caSecret.Data["previous.crt"]); err != nil || prev[0].SerialNumber.Cmp(oldCA.SerialNumber) != 0 {
 		t.Errorf("the old CA is not kept as previous.crt: %v", err)
 	}
+}
+
+// member plays the cluster and member controllers: a Ready member of the
+// cluster running with the trust revision rev. setReady marks it Ready
+// again for its current generation.
+func (e *env) member(cl *etcdv1.EtcdCluster, rev string) (m *etcdv1.EtcdMember, setReady func()) {
+	t := e.t
+	t.Helper()
+	m = &etcdv1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterName + "-a1b2c", Namespace: e.ns, Labels: resources.ClusterLabels(clusterName),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: cl.Name, UID: cl.UID, Controller: ptr.To(true)}}},
+		Spec: etcdv1.EtcdMemberSpec{ClusterName: clusterName, Version: "3.6.16", Image: "etcd", InitialClusterState: etcdv1.InitialClusterStateNew,
+			InitialCluster: "x", ClusterToken: "t", PeerURL: "https://x:2380", ClientURL: "https://x:2379",
+			TLS: &etcdv1.MemberTLS{PeerSecretName: cl.Status.TLS.PeerSecretName, ServerSecretName: cl.Status.TLS.ServerSecretName, ClientCertAuth: true, TrustRevision: rev}},
+	}
+	if err := e.c.Create(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	setReady = func() {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(m), m); err != nil {
+				return err
+			}
+			meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonPodReady, ObservedGeneration: m.Generation})
+			return e.c.Status().Update(t.Context(), m)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady()
+	return m, setReady
+}
+
+// restart moves a member to another trust revision, as the cluster
+// controller does before the member controller restarts its Pod.
+func (e *env) restart(m *etcdv1.EtcdMember, rev string) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.c.Get(e.t.Context(), client.ObjectKeyFromObject(m), m); err != nil {
+			return err
+		}
+		m.Spec.TLS.TrustRevision = rev
+		return e.c.Update(e.t.Context(), m)
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// testUserCAChange: a user's serving certificate from a new CA reaches the
+// members only after they restarted trusting that CA; until then they keep
+// the current certificate and ca.crt holds both CAs.
+func testUserCAChange(t *testing.T, e *env) {
+	issue := func(ca *pki.KeyPair) *pki.KeyPair {
+		kp, err := pki.Issue(ca, pki.Request{CommonName: "etcd", Usage: pki.UsageServer, Lifetime: time.Hour,
+			DNSNames: []string{"*." + clusterName + "-peer." + e.ns + ".svc", "*." + clusterName + "-peer." + e.ns + ".svc.cluster.local", clusterName + "." + e.ns + ".svc"}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kp
+	}
+	oldCA, err := pki.NewCA("old", 24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCA, err := pki.NewCA("new", 24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldLeaf, newLeaf := issue(oldCA), issue(newCA)
+	user := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: e.ns},
+		Data: map[string][]byte{pki.CertKey: oldLeaf.CertPEM, pki.KeyKey: oldLeaf.KeyPEM, pki.CAKey: oldCA.CertPEM}}
+	if err := e.c.Create(t.Context(), user); err != nil {
+		t.Fatal(err)
+	}
+	e.create(func(sp *etcdv1.EtcdClusterSpec) { sp.TLS.Client.SecretRef = &corev1.LocalObjectReference{Name: "mine"} })
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
+	oldRev := cl.Status.TLS.TrustRevision
+	m, setReady := e.member(cl, oldRev)
+
+	user.Data = map[string][]byte{pki.CertKey: newLeaf.CertPEM, pki.KeyKey: newLeaf.KeyPEM, pki.CAKey: newCA.CertPEM}
+	if err := e.c.Update(t.Context(), user); err != nil {
+		t.Fatal(err)
+	}
+	var newRev string
+	eventually(t, "both CAs trusted, the old certificate kept", func() error {
+		st := e.cluster().Status.TLS
+		server, err := e.secret(st.ServerSecretName)
+		if err != nil {
+			return err
+		}
+		cas, err := pki.ParseCertsPEM(server.Data[pki.CAKey])
+		if err != nil {
+			return err
+		}
+		if st.TrustRevision == oldRev || st.CARotation == "" || string(server.Data[pki.CertKey]) != string(oldLeaf.CertPEM) || len(cas) != 3 {
+			return fmt.Errorf("status.tls %+v, %d CAs in ca.crt (want old, new and the operator's)", st, len(cas))
+		}
+		newRev = st.TrustRevision
+		return nil
+	})
+	e.restart(m, newRev)
+	setReady()
+	eventually(t, "the new certificate in place", func() error {
+		st := e.cluster().Status.TLS
+		server, err := e.secret(st.ServerSecretName)
+		if err != nil {
+			return err
+		}
+		if string(server.Data[pki.CertKey]) != string(newLeaf.CertPEM) || st.CARotation != "" {
+			return fmt.Errorf("status.tls %+v; new certificate in place: %v", st, string(server.Data[pki.CertKey]) == string(newLeaf.CertPEM))
+		}
+		if st.TrustRevision != newRev {
+			return fmt.Errorf("trust revision %s, want still %s: the old CA stays trusted until it expires", st.TrustRevision, newRev)
+		}
+		return nil
+	})
+}
+
+// testLostCA: a CA Secret deleted after the cluster had certificates is
+// not replaced by a new CA behind the members' back.
+func testLostCA(t *testing.T, e *env) {
+	e.create(nil)
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
+	peer := mustLeaf(t, e, cl.Status.TLS.PeerSecretName)
+	ca, err := e.secret(cl.Status.TLS.CASecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(t.Context(), ca); err != nil {
+		t.Fatal(err)
+	}
+	cl = e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretNotFound)
+	if msg := meta.FindStatusCondition(cl.Status.Conditions, etcdv1.ConditionTLSReady).Message; !strings.Contains(msg, cl.Status.TLS.CASecretName) {
+		t.Errorf("message %q does not name the CA Secret", msg)
+	}
+	testenv.Consistently(t, 2*time.Second, "no new CA and the certificates kept", func() error {
+		if _, err := e.secret(cl.Status.TLS.CASecretName); err == nil {
+			return fmt.Errorf("a new CA Secret was made")
+		}
+		if now := mustLeaf(t, e, cl.Status.TLS.PeerSecretName); now.SerialNumber.Cmp(peer.SerialNumber) != 0 {
+			return fmt.Errorf("the peer certificate was issued again")
+		}
+		return nil
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,11 @@ type scope struct {
 	notAfter, renewAt time.Time
 	// pollUser: a source is a Secret of the user, read again periodically.
 	pollUser bool
+	// issued lists the Secrets whose certificates this pass issued.
+	issued []string
+	// pendingSource says which new certificate from outside waits for the
+	// members to trust its CA.
+	pendingSource string
 
 	// rootSecret holds the root password, when auth is wanted.
 	rootSecret *corev1.Secret
@@ -70,6 +76,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	s := &scope{cluster: c, base: c.DeepCopy(), now: r.now()}
 	defer func() {
+		if len(s.issued) > 0 && !s.notAfter.IsZero() {
+			// One event per pass, not per certificate.
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "CertificatesIssued", "Issue",
+				"Issued the certificates in Secrets %s; the first expires at %s", strings.Join(s.issued, ", "), s.notAfter.UTC().Format(time.RFC3339))
+		}
 		setStatus(s)
 		err := kube.PatchStatus(ctx, r.Client, s.base, s.cluster)
 		if apierrors.IsConflict(err) && retErr == nil {

@@ -45,8 +45,11 @@ func setTLSStatus(s *scope) {
 		st.CANotAfter = ptrTime(s.ca.Cert.NotAfter)
 	}
 	st.TrustRevision, st.CARotationRequest = s.trustRev, s.rotationRequest
-	if s.nextCA != nil {
+	switch {
+	case s.nextCA != nil:
 		st.CARotation = "A new CA is trusted next to the old one; it signs once every member has restarted with both"
+	case s.pendingSource != "":
+		st.CARotation = "A new CA is trusted next to the old one: " + s.pendingSource
 	}
 	c.Status.TLS = st
 }
