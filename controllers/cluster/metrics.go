@@ -52,13 +52,15 @@ var (
 		"Learners of an EtcdCluster.", []string{"namespace", "name"}, nil)
 	clusterHealthyDesc = prometheus.NewDesc("raftsman_etcdcluster_members_healthy",
 		"Members of an EtcdCluster that answered their last status request.", []string{"namespace", "name"}, nil)
+	clusterVotersDesc = prometheus.NewDesc("raftsman_etcdcluster_voters",
+		"Voting members of an EtcdCluster; a quorum is voters/2+1 of them.", []string{"namespace", "name"}, nil)
 )
 
 // clusterCollector reports every EtcdCluster the cache holds.
 type clusterCollector struct{ reader client.Reader }
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc} {
+	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc, clusterVotersDesc} {
 		ch <- d
 	}
 }
@@ -74,10 +76,12 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	for i := range list.Items {
 		ec := &list.Items[i]
 		kube.CollectConditions(ch, clusterConditionDesc, ec.Namespace, ec.Name, ec.Status.Conditions)
-		learners, healthy := 0, 0
+		learners, healthy, voters := 0, 0, 0
 		for _, m := range ec.Status.Members {
 			if m.Role == etcdv1.RoleLearner {
 				learners++
+			} else {
+				voters++
 			}
 			if m.Healthy {
 				healthy++
@@ -90,5 +94,6 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(clusterReadyDesc, float64(ec.Status.ReadyReplicas))
 		gauge(clusterLearnersDesc, float64(learners))
 		gauge(clusterHealthyDesc, float64(healthy))
+		gauge(clusterVotersDesc, float64(voters))
 	}
 }

@@ -48,6 +48,9 @@ raftsman_etcdcluster_learners{name="demo",namespace="ns"} 1
 # HELP raftsman_etcdcluster_members_healthy Members of an EtcdCluster that answered their last status request.
 # TYPE raftsman_etcdcluster_members_healthy gauge
 raftsman_etcdcluster_members_healthy{name="demo",namespace="ns"} 2
+# HELP raftsman_etcdcluster_voters Voting members of an EtcdCluster; a quorum is voters/2+1 of them.
+# TYPE raftsman_etcdcluster_voters gauge
+raftsman_etcdcluster_voters{name="demo",namespace="ns"} 2
 `
 	if err := testutil.CollectAndCompare(col, strings.NewReader(want)); err != nil {
 		t.Error(err)

@@ -14,11 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -77,6 +79,9 @@ type Reconciler struct {
 // (authentication waits for it), and when a Secret or a member of the
 // cluster changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := kube.Register(metrics.Registry, certCollector{reader: mgr.GetCache()}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
