@@ -392,9 +392,13 @@ func TestTLSAndAuth(t *testing.T) {
 				t.Fatal(err)
 			}
 			fresh.Certificates = []tls.Certificate{cert}
-			if err := tryPut(ctx, k.clientConfig(ctx, t, key, fresh)); err != nil {
-				t.Errorf("a client of the new CA only: %v", err)
-			}
+			// Members serve the new certificates once the kubelet has
+			// brought the renewed Secrets to their Pods (its sync period).
+			served := time.Now()
+			waitFor(ctx, t, 3*time.Minute, "members serving certificates of the new CA", func() (bool, error) {
+				return tryPut(ctx, k.clientConfig(ctx, t, key, fresh)) == nil, nil
+			})
+			t.Logf("a client of the new CA only connects %.1fs after the switch", time.Since(served).Seconds())
 			checkKeys(ctx, t, etcdClient(ctx, t, k, key), "ca/", acked)
 			return ctx
 		}).
