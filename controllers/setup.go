@@ -21,12 +21,20 @@ type Options struct {
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Moving clusters between shards relabels everything made for them.
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters;etcdmembers,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Setup adds every controller to the manager.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Etcd == nil {
 		opts.Etcd = etcd.NewClientFactory()
+	}
+	if err := joinMetrics(mgr); err != nil {
+		return err
 	}
 	if err := (&cluster.Reconciler{
 		Client:   mgr.GetClient(),

@@ -4,6 +4,10 @@ package v1alpha1
 const (
 	// ClusterLabel names the EtcdCluster an object belongs to.
 	ClusterLabel = "etcd.raftsman.io/cluster"
+	// ShardLabel names the operator shard of an EtcdCluster and of every
+	// object made for it; an operator replica caches only the shards it
+	// holds.
+	ShardLabel = "etcd.raftsman.io/shard"
 	// MemberLabel names the EtcdMember a Pod or PVC belongs to.
 	MemberLabel = "etcd.raftsman.io/member"
 	// NameLabel and InstanceLabel are the well-known app labels.

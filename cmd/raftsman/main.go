@@ -19,15 +19,28 @@ import (
 	"github.com/raftsman/raftsman/pkg/kube"
 )
 
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
 func main() {
 	var (
 		metricsAddr, probeAddr string
 		leaderElect            bool
 		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions()}
+		shards                 = controllers.DefaultShardOptions()
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 turns it off.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness endpoints.")
-	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader so that only one replica acts.")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "Run each shard where its Lease is held, so that replicas share the shards; false runs every shard here (one replica only).")
+	flag.IntVar(&shards.Shards, "shards", shards.Shards, "Number of shards the clusters are split into; every replica must use the same. Changing it moves clusters between shards at the next start (use the Recreate strategy).")
+	flag.StringVar(&shards.Namespace, "lease-namespace", envOr("POD_NAMESPACE", shards.Namespace), "Namespace of the shards' Leases.")
+	flag.DurationVar(&shards.LeaseDuration, "lease-duration", shards.LeaseDuration, "How long a shard's Lease lasts without renewal; another replica takes the shard over after it.")
+	flag.DurationVar(&shards.RenewDeadline, "renew-deadline", shards.RenewDeadline, "How long a holder keeps trying to renew a shard's Lease before it stops the shard.")
+	flag.DurationVar(&shards.RetryPeriod, "retry-period", shards.RetryPeriod, "How often Leases are tried and renewed.")
 	flag.StringVar(&opts.Cluster.EtcdRepository, "etcd-repository", opts.Cluster.EtcdRepository, "Image repository of etcd; a cluster runs <repository>:v<version> unless it names an image.")
 	flag.StringVar(&opts.Cluster.ClusterDomain, "cluster-domain", opts.Cluster.ClusterDomain, "DNS domain of the Kubernetes cluster.")
 	flag.DurationVar(&opts.Cluster.HealthInterval, "health-interval", opts.Cluster.HealthInterval, "How often a quiet etcd cluster's members are asked for their health.")
@@ -54,20 +67,23 @@ func main() {
 	}
 	cfg := ctrl.GetConfigOrDie()
 	kube.CountWrites(cfg)
+	// The replica's own manager serves metrics and probes and labels new
+	// clusters; each shard it holds gets a manager of its own.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         kube.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress:        probeAddr,
-		LeaderElection:                leaderElect,
-		LeaderElectionID:              "raftsman.etcd.raftsman.io",
-		LeaderElectionReleaseOnCancel: true,
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
 	})
 	if err != nil {
 		log.Error(err, "Cannot create the manager")
 		os.Exit(1)
 	}
-	if err := controllers.Setup(mgr, opts); err != nil {
+	shards.Leases = leaderElect
+	if shards.Identity, err = os.Hostname(); err != nil {
+		log.Error(err, "Cannot name this replica")
+		os.Exit(1)
+	}
+	if err := controllers.SetupShards(mgr, opts, shards); err != nil {
 		log.Error(err, "Cannot set up the controllers")
 		os.Exit(1)
 	}

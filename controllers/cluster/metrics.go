@@ -57,7 +57,10 @@ var (
 )
 
 // clusterCollector reports every EtcdCluster the cache holds.
-type clusterCollector struct{ reader client.Reader }
+type clusterCollector struct {
+	// readers are the caches of the shards this process runs.
+	readers func() []client.Reader
+}
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc, clusterVotersDesc} {
@@ -69,9 +72,13 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &etcdv1.EtcdClusterList{}
-	if err := c.reader.List(ctx, list); err != nil {
-		ch <- prometheus.NewInvalidMetric(clusterConditionDesc, err)
-		return
+	for _, r := range c.readers() {
+		part := &etcdv1.EtcdClusterList{}
+		if err := r.List(ctx, part); err != nil {
+			ch <- prometheus.NewInvalidMetric(clusterConditionDesc, err)
+			return
+		}
+		list.Items = append(list.Items, part.Items...)
 	}
 	for i := range list.Items {
 		ec := &list.Items[i]

@@ -265,7 +265,7 @@ func (r *Reconciler) waitForTLS(bootstrapOnly bool) kube.Step[*scope] {
 func (r *Reconciler) newMember(ctx context.Context, s *scope, name string, spec etcdv1.EtcdMemberSpec) error {
 	m := &etcdv1.EtcdMember{}
 	m.Name, m.Namespace = name, s.cluster.Namespace
-	m.Labels = resources.ClusterLabels(s.cluster.Name)
+	m.Labels = resources.ObjectLabels(s.cluster)
 	m.Finalizers = []string{etcdv1.MemberFinalizer}
 	m.Spec = spec
 	if err := r.createOwned(ctx, s, m); err != nil {

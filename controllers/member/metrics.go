@@ -30,7 +30,10 @@ var memberConditionDesc = prometheus.NewDesc("raftsman_etcdmember_status_conditi
 
 // memberCollector reports the conditions of every EtcdMember the cache
 // holds, computed at each scrape so a deleted member's series go with it.
-type memberCollector struct{ reader client.Reader }
+type memberCollector struct {
+	// readers are the caches of the shards this process runs.
+	readers func() []client.Reader
+}
 
 func (c memberCollector) Describe(ch chan<- *prometheus.Desc) { ch <- memberConditionDesc }
 
@@ -38,9 +41,13 @@ func (c memberCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &etcdv1.EtcdMemberList{}
-	if err := c.reader.List(ctx, list); err != nil {
-		ch <- prometheus.NewInvalidMetric(memberConditionDesc, err)
-		return
+	for _, r := range c.readers() {
+		part := &etcdv1.EtcdMemberList{}
+		if err := r.List(ctx, part); err != nil {
+			ch <- prometheus.NewInvalidMetric(memberConditionDesc, err)
+			return
+		}
+		list.Items = append(list.Items, part.Items...)
 	}
 	for i := range list.Items {
 		m := &list.Items[i]

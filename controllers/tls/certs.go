@@ -569,7 +569,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, c *etcdv1.EtcdCluster, nam
 	if have == nil {
 		sec := &corev1.Secret{Type: typ, Data: data}
 		sec.Name, sec.Namespace = name, c.Namespace
-		sec.Labels = resources.ClusterLabels(c.Name)
+		sec.Labels = resources.ObjectLabels(c)
 		maps.Copy(sec.Labels, extra)
 		if err := controllerutil.SetControllerReference(c, sec, r.Scheme()); err != nil {
 			return fmt.Errorf("own secret %s: %w", name, err)
@@ -620,7 +620,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, s *scope, name strin
 		dns = append(dns, h)
 	}
 	labels := map[string]any{}
-	for k, v := range resources.ClusterLabels(c.Name) {
+	for k, v := range resources.ObjectLabels(c) {
 		labels[k] = v
 	}
 	issuerKind := issuer.Kind
@@ -680,7 +680,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, s *scope, name strin
 	want.SetGroupVersionKind(certificateGVK)
 	want.SetName(name)
 	want.SetNamespace(c.Namespace)
-	want.SetLabels(resources.ClusterLabels(c.Name))
+	want.SetLabels(resources.ObjectLabels(c))
 	if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
 		return false, fmt.Errorf("own certificate %s: %w", name, err)
 	}

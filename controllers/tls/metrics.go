@@ -20,7 +20,10 @@ var (
 )
 
 // certCollector reports the certificate expiry of every cluster with TLS.
-type certCollector struct{ reader client.Reader }
+type certCollector struct {
+	// readers are the caches of the shards this process runs.
+	readers func() []client.Reader
+}
 
 func (c certCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- certExpiryDesc
@@ -31,9 +34,13 @@ func (c certCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &etcdv1.EtcdClusterList{}
-	if err := c.reader.List(ctx, list); err != nil {
-		ch <- prometheus.NewInvalidMetric(certExpiryDesc, err)
-		return
+	for _, r := range c.readers() {
+		part := &etcdv1.EtcdClusterList{}
+		if err := r.List(ctx, part); err != nil {
+			ch <- prometheus.NewInvalidMetric(certExpiryDesc, err)
+			return
+		}
+		list.Items = append(list.Items, part.Items...)
 	}
 	for _, ec := range list.Items {
 		st := ec.Status.TLS

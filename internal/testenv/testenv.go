@@ -96,7 +96,7 @@ func StartManager(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, setup 
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Cache:   kube.CacheOptions(),
+		Cache:   kube.CacheOptions(""),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// go test -count=N runs the suite N times in one process, each
 		// with a manager of its own that registers the same controller.

@@ -3,17 +3,28 @@ package kube
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 )
 
-// CacheOptions keep the operator's cache to what it needs: of all Secrets,
-// only those of its clusters (certificates, credentials), which carry the
-// managed-by label. Secrets of users are read past the cache.
-func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{etcdv1.ManagedByLabel: "raftsman"})},
-	}}
+// CacheOptions keep a shard's cache to the objects of its own clusters:
+// every object the operator makes for a cluster carries the cluster's shard
+// label, so a replica holds in memory only the shards it runs. Of Secrets,
+// only the operator's (certificates, credentials) are cached; Secrets of
+// users are read past the cache. An empty shard caches every shard's
+// objects, for tests that run the controllers without sharding.
+func CacheOptions(shard string) cache.Options {
+	managed, _ := labels.NewRequirement(etcdv1.ManagedByLabel, selection.Equals, []string{"raftsman"})
+	secrets := labels.NewSelector().Add(*managed)
+	opts := cache.Options{}
+	if shard != "" {
+		inShard, _ := labels.NewRequirement(etcdv1.ShardLabel, selection.Equals, []string{shard})
+		opts.DefaultLabelSelector = labels.NewSelector().Add(*inShard)
+		secrets = secrets.Add(*inShard)
+	}
+	opts.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: secrets}}
+	return opts
 }

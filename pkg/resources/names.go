@@ -82,10 +82,25 @@ func ClusterLabels(cluster string) map[string]string {
 	}
 }
 
-// MemberLabels are the labels of a member's Pod and PVC.
-func MemberLabels(cluster, member string) map[string]string {
-	l := ClusterLabels(cluster)
-	l[etcdv1.MemberLabel] = member
+// ObjectLabels are the labels of what the operator makes for a cluster:
+// the cluster's labels and its shard. Selectors use ClusterLabels alone, so
+// that a change of shard never changes what they select.
+func ObjectLabels(c *etcdv1.EtcdCluster) map[string]string {
+	return withShard(ClusterLabels(c.Name), c.Labels)
+}
+
+func withShard(l, from map[string]string) map[string]string {
+	if s, ok := from[etcdv1.ShardLabel]; ok {
+		l[etcdv1.ShardLabel] = s
+	}
+	return l
+}
+
+// MemberLabels are the labels of a member's Pod and PVC; the shard comes
+// from the EtcdMember's labels.
+func MemberLabels(m *etcdv1.EtcdMember) map[string]string {
+	l := withShard(ClusterLabels(m.Spec.ClusterName), m.Labels)
+	l[etcdv1.MemberLabel] = m.Name
 	return l
 }
 

@@ -110,7 +110,7 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	maps.Copy(labels, MemberLabels(m.Spec.ClusterName, m.Name))
+	maps.Copy(labels, MemberLabels(m))
 
 	probe := func(path string, period, failures int32) *corev1.Probe {
 		return &corev1.Probe{
@@ -257,7 +257,7 @@ func MemberPVC(m *etcdv1.EtcdMember) *corev1.PersistentVolumeClaim {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PVCName(m.Name),
 			Namespace: m.Namespace,
-			Labels:    MemberLabels(m.Spec.ClusterName, m.Name),
+			Labels:    MemberLabels(m),
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

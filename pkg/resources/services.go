@@ -23,7 +23,7 @@ func ports(names ...string) []corev1.ServicePort {
 // become ready at all.
 func PeerService(c *etcdv1.EtcdCluster) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: PeerServiceName(c.Name), Namespace: c.Namespace, Labels: ClusterLabels(c.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: PeerServiceName(c.Name), Namespace: c.Namespace, Labels: ObjectLabels(c)},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
@@ -36,7 +36,7 @@ func PeerService(c *etcdv1.EtcdCluster) *corev1.Service {
 // ClientService load-balances clients over the ready members.
 func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: ClientServiceName(c.Name), Namespace: c.Namespace, Labels: ClusterLabels(c.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: ClientServiceName(c.Name), Namespace: c.Namespace, Labels: ObjectLabels(c)},
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: ClusterLabels(c.Name),
@@ -50,10 +50,10 @@ func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 func PDB(c *etcdv1.EtcdCluster) *policyv1.PodDisruptionBudget {
 	quorum := intstr.FromInt32(Replicas(c)/2 + 1)
 	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: PDBName(c.Name), Namespace: c.Namespace, Labels: ClusterLabels(c.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: PDBName(c.Name), Namespace: c.Namespace, Labels: ObjectLabels(c)},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &quorum,
-			Selector:     &metav1.LabelSelector{MatchLabels: ClusterLabels(c.Name)},
+			Selector:     &metav1.LabelSelector{MatchLabels: ObjectLabels(c)},
 		},
 	}
 }

@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/shard"
+)
+
+// ShardOptions configure how a replica shares the clusters with the others.
+type ShardOptions struct {
+	// Shards is the number of shards; every replica must use the same.
+	Shards int
+	// Leases: each shard runs where its Lease is held. Without, this
+	// replica runs every shard (one replica only).
+	Leases bool
+	// Namespace of the Leases, and Identity of this replica in them.
+	Namespace, Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod of the Leases.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// DefaultShardOptions are the defaults of the operator's flags.
+func DefaultShardOptions() ShardOptions {
+	return ShardOptions{Shards: 1, Leases: true, Namespace: "raftsman-system",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+}
+
+// SetupShards adds to root, the replica's manager (metrics, probes), the
+// labeler of new clusters and the shard runner: for each shard whose Lease
+// the replica holds, a manager of its own runs every controller, with
+// caches that see only that shard's objects.
+func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
+	if opts.Etcd == nil {
+		opts.Etcd = etcd.NewClientFactory()
+	}
+	if err := (&shard.Labeler{Client: root.GetClient(), Shards: so.Shards}).SetupWithManager(root); err != nil {
+		return fmt.Errorf("set up the shard labeler: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(root.GetConfig())
+	if err != nil {
+		return fmt.Errorf("client for the Leases: %w", err)
+	}
+	direct, err := client.New(root.GetConfig(), client.Options{Scheme: root.GetScheme(), Mapper: root.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("client for relabelling: %w", err)
+	}
+	for _, c := range shard.Collectors() {
+		if err := kube.Register(metrics.Registry, c); err != nil {
+			return err
+		}
+	}
+	log := ctrl.Log.WithName("shards")
+	runner := &shard.Runner{
+		Client: cs, Namespace: so.Namespace, Identity: so.Identity, Shards: so.Shards, NoLeases: !so.Leases,
+		LeaseDuration: so.LeaseDuration, RenewDeadline: so.RenewDeadline, RetryPeriod: so.RetryPeriod,
+		StopTimeout: so.LeaseDuration - so.RenewDeadline,
+		Log:         log,
+		Prepare: func(ctx context.Context) error {
+			moved, err := shard.Relabel(ctx, direct, so.Shards)
+			if moved > 0 {
+				log.Info("Moved clusters to the shards of the current shard count", "clusters", moved, "shards", so.Shards)
+			}
+			return err
+		},
+		Run: func(ctx context.Context, i int) error {
+			mgr, err := ctrl.NewManager(root.GetConfig(), ctrl.Options{
+				Scheme:                 root.GetScheme(),
+				Cache:                  kube.CacheOptions(shard.Label(i)),
+				Metrics:                metricsserver.Options{BindAddress: "0"},
+				HealthProbeBindAddress: "0",
+				// Every shard's manager registers the same controllers.
+				Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+				Logger:     ctrl.Log.WithValues("shard", i),
+			})
+			if err != nil {
+				return fmt.Errorf("manager of shard %d: %w", i, err)
+			}
+			if err := Setup(mgr, opts); err != nil {
+				return err
+			}
+			return mgr.Start(ctx)
+		},
+	}
+	return root.Add(runner)
+}
+
+// joinMetrics lets the metric collectors read the manager's cache while its
+// controllers run.
+func joinMetrics(mgr ctrl.Manager) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		remove := kube.Caches.Add(mgr.GetCache())
+		<-ctx.Done()
+		remove()
+		return nil
+	}))
+}

@@ -1,0 +1,67 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+// Labeler gives each new EtcdCluster its shard label. Every replica runs
+// it, without a Lease: the hash decides, so replicas that label the same
+// cluster agree, and no cluster waits for one particular replica. It
+// watches only the clusters' metadata, which costs little memory even for
+// every cluster of the fleet.
+//
+// It adds a missing label and never changes one: moving a running cluster
+// to another shard while a shard holder works on it could let two replicas
+// act on it. A label that no longer matches (the number of shards changed)
+// is fixed by Relabel when the operator starts, before any shard runs.
+type Labeler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Shards   int
+}
+
+// SetupWithManager registers the labeler.
+func (l *Labeler) SetupWithManager(mgr ctrl.Manager) error {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(etcdv1.GroupVersion.WithKind("EtcdCluster"))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("shard-labeler").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		For(meta, builder.OnlyMetadata).
+		Complete(l)
+}
+
+// Reconcile labels one cluster.
+func (l *Labeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(etcdv1.GroupVersion.WithKind("EtcdCluster"))
+	if err := l.Get(ctx, req.NamespacedName, meta); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	want := Label(Of(req.Namespace, req.Name, l.Shards))
+	have, ok := meta.Labels[etcdv1.ShardLabel]
+	switch {
+	case ok && have == want:
+		return ctrl.Result{}, nil
+	case ok:
+		ctrl.LoggerFrom(ctx).Info("The cluster's shard label does not match the number of shards; the operator's next start moves it", "shard", have, "want", want)
+		return ctrl.Result{}, nil
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, etcdv1.ShardLabel, want))
+	if err := l.Patch(ctx, meta, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("label %s with its shard: %w", req, err)
+	}
+	return ctrl.Result{}, nil
+}
