@@ -11,7 +11,7 @@ IMG ?= raftsman:dev
 KUBE_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$KUBE_VERSION')
 KUBECTL := $(CURDIR)/_output/bin/kubernetes-$(KUBE_VERSION)/kubectl
 
-.PHONY: all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet
+.PHONY: all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules
 
 all: build
 
@@ -58,7 +58,10 @@ envtest: envtest-assets ## controller and validation suites against a real kube-
 e2e: cluster-up images cert-manager-up dist ## end-to-end tests on the local cluster
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
 
-test: verify-generated vet envtest-assets cluster-up images cert-manager-up ## everything: unit, envtest, e2e
+rules: ## the PrometheusRule checked with Prometheus's own parser and query engine (a module of its own)
+	cd test/rules && go test -count=1 ./...
+
+test: verify-generated vet rules envtest-assets cluster-up images cert-manager-up ## everything: unit, envtest, rules, e2e
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./...
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
 

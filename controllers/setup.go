@@ -27,6 +27,11 @@ type Options struct {
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters;etcdmembers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// The metrics endpoint checks its clients' tokens and rights.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// The operator's own account may read its metrics (tests scrape with it).
+// +kubebuilder:rbac:urls=/metrics,verbs=get
 
 // Setup adds every controller to the manager.
 func Setup(mgr ctrl.Manager, opts Options) error {

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -18,6 +19,15 @@ import (
 	"github.com/raftsman/raftsman/controllers/tls"
 	"github.com/raftsman/raftsman/pkg/kube"
 )
+
+// metricsOptions serve metrics securely by default: authenticated and
+// authorized like any Kubernetes API, over HTTPS.
+func metricsOptions(addr string, secure bool) metricsserver.Options {
+	if !secure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+}
 
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
@@ -30,10 +40,12 @@ func main() {
 	var (
 		metricsAddr, probeAddr string
 		leaderElect            bool
+		metricsSecure          bool
 		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions()}
 		shards                 = controllers.DefaultShardOptions()
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 turns it off.")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 turns it off.")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to clients whose token may get /metrics (TokenReview and SubjectAccessReview); false serves plain HTTP to anyone.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness endpoints.")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Run each shard where its Lease is held, so that replicas share the shards; false runs every shard here (one replica only).")
 	flag.IntVar(&shards.Shards, "shards", shards.Shards, "Number of shards the clusters are split into; every replica must use the same. Changing it moves clusters between shards at the next start (use the Recreate strategy).")
@@ -71,7 +83,7 @@ func main() {
 	// clusters; each shard it holds gets a manager of its own.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metricsOptions(metricsAddr, metricsSecure),
 		HealthProbeBindAddress: probeAddr,
 	})
 	if err != nil {

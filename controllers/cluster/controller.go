@@ -47,6 +47,10 @@ type Options struct {
 	// Workers is how many clusters are reconciled at once, so that one
 	// cluster whose etcd does not answer does not hold up the others.
 	Workers int
+	// Observe, when set, is told when a reconcile of a cluster starts and
+	// (through the function it returns) ends; tests count with it that no
+	// two replicas work on one cluster at once.
+	Observe func(cluster string) (done func())
 }
 
 // DefaultOptions are the defaults of the operator's flags.

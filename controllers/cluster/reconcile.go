@@ -58,6 +58,9 @@ type scope struct {
 
 // Reconcile drives an EtcdCluster towards its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	if r.Options.Observe != nil {
+		defer r.Options.Observe(req.String())()
+	}
 	c := &etcdv1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {

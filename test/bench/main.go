@@ -11,7 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +34,7 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/internal/manifest"
+	"github.com/raftsman/raftsman/internal/scrape"
 )
 
 var (
@@ -46,6 +47,7 @@ var (
 
 type bench struct {
 	c   client.Client
+	cs  kubernetes.Interface
 	ctx context.Context
 }
 
@@ -55,9 +57,12 @@ func main() {
 	scheme := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(scheme))
 	must(etcdv1.AddToScheme(scheme))
-	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
+	cfg := ctrl.GetConfigOrDie()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	must(err)
-	b := &bench{c: c, ctx: ctx}
+	cs, err := kubernetes.NewForConfig(cfg)
+	must(err)
+	b := &bench{c: c, cs: cs, ctx: ctx}
 	must(b.installOperator())
 
 	var podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
@@ -189,13 +194,12 @@ func (b *bench) operatorWrites() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.Get(fmt.Sprintf("http://%s:8080/metrics", p.Status.PodIP))
+	body, err := scrape.Operator(b.ctx, b.cs, p, "raftsman-system", "raftsman")
 	if err != nil {
 		return 0, err
 	}
-	defer func() { _ = resp.Body.Close() }()
 	var total float64
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "raftsman_api_writes_total{") || strings.Contains(line, `resource="leases"`) {

@@ -22,6 +22,7 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/internal/manifest"
+	"github.com/raftsman/raftsman/internal/scrape"
 )
 
 // kube is a typed client and a clientset for the cluster under test.
@@ -87,8 +88,8 @@ func (k *kube) restartOperator(ctx context.Context) error {
 	})
 }
 
-// operatorMetrics scrapes the operator's /metrics through the API server's
-// Pod proxy, which works from outside any cluster.
+// operatorMetrics scrapes the operator's /metrics as Prometheus would: over
+// HTTPS with a service account token (the operator's own, which may).
 func (k *kube) operatorMetrics(ctx context.Context) (string, error) {
 	pods := &corev1.PodList{}
 	if err := k.c.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}); err != nil {
@@ -96,8 +97,7 @@ func (k *kube) operatorMetrics(ctx context.Context) (string, error) {
 	}
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp == nil && podReady(&p) {
-			out, err := k.cs.CoreV1().Pods(operatorNamespace).ProxyGet("http", p.Name, "8080", "metrics", nil).DoRaw(ctx)
-			return string(out), err
+			return scrape.Operator(ctx, k.cs, &p, operatorNamespace, "raftsman")
 		}
 	}
 	return "", fmt.Errorf("no ready operator Pod")

@@ -1,0 +1,601 @@
+// Package rules checks config/prometheus/rules.yaml the way promtool would,
+// and that every alert has a runbook in docs/runbooks.md. It is a module of
+// its own so that the main module does not depend on Prometheus.
+package rules
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/prometheus/prometheus/util/annotations"
+	"go.yaml.in/yaml/v3"
+)
+
+const (
+	rulesFile    = "../../config/prometheus/rules.yaml"
+	runbooksFile = "../../docs/runbooks.md"
+	runbookBase  = "https://github.com/raftsman/raftsman/blob/main/docs/runbooks.md"
+)
+
+// wantAlerts is every alert the rules must define, with its severity and
+// how long its condition must hold before it fires.
+var wantAlerts = map[string]struct {
+	severity string
+	forDur   time.Duration
+}{
+	"EtcdClusterNotAvailable":    {"critical", 5 * time.Minute},
+	"EtcdClusterDegraded":        {"warning", 15 * time.Minute},
+	"EtcdClusterQuorumAtRisk":    {"critical", 5 * time.Minute},
+	"EtcdClusterBackupMissing":   {"warning", 5 * time.Minute},
+	"EtcdLearnerStuck":           {"warning", 10 * time.Minute},
+	"EtcdClusterTLSNotReady":     {"warning", 10 * time.Minute},
+	"EtcdCertificateExpiresSoon": {"warning", time.Hour},
+	"RaftsmanShardWithoutHolder": {"critical", 2 * time.Minute},
+	"RaftsmanOperatorDown":       {"critical", 5 * time.Minute},
+}
+
+// newParser is a PromQL parser with the default functions, as Prometheus
+// uses without feature flags.
+func newParser() parser.Parser { return parser.NewParser(parser.Options{}) }
+
+// parseGroups validates rule groups as promtool check rules does: unknown
+// fields are errors, names follow the legacy (pre-UTF-8) character set, and
+// every expression and template must parse.
+func parseGroups(content []byte) (*rulefmt.RuleGroups, []error) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return rulefmt.Parse(content, false, model.LegacyValidation, newParser(), logger)
+}
+
+// loadRuleGroups reads the PrometheusRule and returns its spec, which has
+// the shape of a Prometheus rule file.
+func loadRuleGroups(t *testing.T) (*rulefmt.RuleGroups, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj struct {
+		APIVersion string    `yaml:"apiVersion"`
+		Kind       string    `yaml:"kind"`
+		Spec       yaml.Node `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &obj); err != nil {
+		t.Fatalf("%s: %v", rulesFile, err)
+	}
+	if obj.APIVersion != "monitoring.coreos.com/v1" || obj.Kind != "PrometheusRule" {
+		t.Fatalf("%s: got %s %s, want a monitoring.coreos.com/v1 PrometheusRule", rulesFile, obj.APIVersion, obj.Kind)
+	}
+	spec, err := yaml.Marshal(&obj.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, errs := parseGroups(spec)
+	for _, err := range errs {
+		// Line numbers count from the first line under spec, re-encoded.
+		t.Errorf("%s: spec: %v", rulesFile, err)
+	}
+	if len(errs) > 0 {
+		t.FailNow()
+	}
+	if len(groups.Groups) == 0 {
+		t.Fatalf("%s: no rule groups", rulesFile)
+	}
+	return groups, spec
+}
+
+func alerts(groups *rulefmt.RuleGroups) []rulefmt.Rule {
+	var out []rulefmt.Rule
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func TestRulesParse(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	p := newParser()
+	for _, r := range alerts(groups) {
+		t.Run(r.Alert, func(t *testing.T) {
+			expr, err := p.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatalf("expr %q: %v", r.Expr, err)
+			}
+			if got := expr.Type(); got != parser.ValueTypeVector {
+				t.Errorf("expr %q is a %s, an alert needs an instant vector", r.Expr, got)
+			}
+		})
+	}
+}
+
+func TestAlertsAsSpecified(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	seen := map[string]bool{}
+	for _, r := range alerts(groups) {
+		if seen[r.Alert] {
+			t.Errorf("alert %s is defined twice", r.Alert)
+		}
+		seen[r.Alert] = true
+		want, ok := wantAlerts[r.Alert]
+		if !ok {
+			t.Errorf("alert %s is not in wantAlerts: add it there and to the runbooks", r.Alert)
+			continue
+		}
+		if got := r.Labels["severity"]; got != want.severity {
+			t.Errorf("alert %s: severity %q, want %q", r.Alert, got, want.severity)
+		}
+		if got := time.Duration(r.For); got != want.forDur {
+			t.Errorf("alert %s: for %s, want %s", r.Alert, got, want.forDur)
+		}
+	}
+	for name := range wantAlerts {
+		if !seen[name] {
+			t.Errorf("alert %s is missing", name)
+		}
+	}
+}
+
+func TestAlertsHaveAnnotationsAndRunbooks(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	anchors := runbookAnchors(t)
+	for _, r := range alerts(groups) {
+		t.Run(r.Alert, func(t *testing.T) {
+			for _, k := range []string{"summary", "description", "runbook_url"} {
+				if strings.TrimSpace(r.Annotations[k]) == "" {
+					t.Errorf("annotation %s is missing", k)
+				}
+			}
+			switch r.Labels["severity"] {
+			case "critical", "warning":
+			default:
+				t.Errorf("label severity is %q, want critical or warning", r.Labels["severity"])
+			}
+			if r.For <= 0 {
+				t.Errorf("no for: the alert would fire on a single evaluation")
+			}
+			u, err := url.Parse(r.Annotations["runbook_url"])
+			if err != nil {
+				t.Fatalf("runbook_url: %v", err)
+			}
+			if base := strings.TrimSuffix(u.String(), "#"+u.Fragment); base != runbookBase {
+				t.Errorf("runbook_url points to %s, want %s", base, runbookBase)
+			}
+			if u.Fragment != strings.ToLower(r.Alert) {
+				t.Errorf("runbook_url anchor is %q, want %q", u.Fragment, strings.ToLower(r.Alert))
+			}
+			if !anchors[u.Fragment] {
+				t.Errorf("%s has no heading with anchor %q", runbooksFile, u.Fragment)
+			}
+		})
+	}
+}
+
+// runbookAnchors returns the anchors GitHub gives the headings of the
+// runbooks: lower case, spaces become hyphens, other punctuation goes.
+func runbookAnchors(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(runbooksFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	inFence := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+			continue
+		}
+		if inFence || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		anchors[anchor(title)] = true
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return anchors
+}
+
+func anchor(title string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteRune('-')
+		}
+	}
+	return b.String()
+}
+
+func TestAnchor(t *testing.T) {
+	for title, want := range map[string]string{
+		"EtcdClusterNotAvailable":  "etcdclusternotavailable",
+		"Raftsman runbooks":        "raftsman-runbooks",
+		"What to do (in order)":    "what-to-do-in-order",
+		"`EtcdLearnerStuck` alert": "etcdlearnerstuck-alert",
+	} {
+		if got := anchor(title); got != want {
+			t.Errorf("anchor(%q) = %q, want %q", title, got, want)
+		}
+	}
+}
+
+// TestBrokenRulesAreCaught makes sure the checks above would fail on a bad
+// rule: the parser refuses broken expressions, and rulefmt refuses a rule
+// group with a broken expression, template or field.
+func TestBrokenRulesAreCaught(t *testing.T) {
+	p := newParser()
+	for _, tc := range []struct{ name, expr, wantErr string }{
+		{"dangling operator", `raftsman_etcdcluster_learners >`, "unexpected end of input"},
+		{"unclosed grouping", `max by (shard raftsman_shard_leader) == 0`, "in grouping opts"},
+		{"unknown function", `flor(raftsman_etcdcluster_voters / 2)`, `unknown function with name "flor"`},
+		{"bad duration", `rate(raftsman_api_writes_total[5x])`, "bad number or duration"},
+		{"comparing two scalars", `time() > 1`, "must use BOOL modifier"},
+		{"unclosed matcher", `raftsman_etcdcluster_status_condition{type="Available"`, "inside braces"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := p.ParseExpr(tc.expr)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("ParseExpr(%q): error %v, want one with %q", tc.expr, err, tc.wantErr)
+			}
+		})
+	}
+
+	const group = `
+groups:
+- name: g
+  rules:
+  - alert: Broken
+`
+	for _, tc := range []struct{ name, rule, wantErr string }{
+		{"broken expression", `
+    expr: max by (shard raftsman_shard_leader) == 0
+`, "could not parse expression"},
+		{"broken template", `
+    expr: up == 0
+    annotations:
+      description: "{{ $labels.namespace }"
+`, `annotation "description"`},
+		{"unknown field", `
+    expr: up == 0
+    severity: critical
+`, "field severity not found"},
+		{"no expression", `
+    for: 5m
+`, "field 'expr' must be set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			content := group + strings.TrimPrefix(tc.rule, "\n")
+			_, errs := parseGroups([]byte(content))
+			if len(errs) == 0 {
+				t.Fatalf("rulefmt accepted:\n%s", content)
+			}
+			if !strings.Contains(errors.Join(errs...).Error(), tc.wantErr) {
+				t.Fatalf("rulefmt errors %v, want one with %q", errs, tc.wantErr)
+			}
+		})
+	}
+}
+
+// The tests below evaluate each alert's expression with Prometheus's own
+// engine on a few series, to check what it selects (vector matching, labels
+// kept) and not only that it parses. The `for` clause is not evaluated.
+
+// operatorTarget are the target labels the operator PodMonitor gives the
+// series of one replica; a series' own namespace label wins (honorLabels).
+var operatorTarget = map[string]string{
+	"job":       "raftsman-system/raftsman-operator",
+	"namespace": "raftsman-system",
+	"pod":       "raftsman-0",
+	"instance":  "10.0.0.10:8443",
+	"container": "manager",
+	"endpoint":  "metrics",
+}
+
+// series is one scraped series: its metric in PromQL notation and its value.
+type series struct {
+	metric string
+	value  float64
+}
+
+// fsample is a float sample for storage.NewListSeries.
+type fsample struct {
+	t int64
+	f float64
+}
+
+func (s fsample) T() int64                      { return s.t }
+func (s fsample) ST() int64                     { return 0 }
+func (s fsample) F() float64                    { return s.f }
+func (s fsample) H() *histogram.Histogram       { return nil }
+func (s fsample) FH() *histogram.FloatHistogram { return nil }
+func (s fsample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
+func (s fsample) Copy() chunks.Sample           { return s }
+
+// seriesSet iterates over a fixed list of series.
+type seriesSet struct {
+	list []storage.Series
+	i    int
+}
+
+func (s *seriesSet) Next() bool                        { s.i++; return s.i <= len(s.list) }
+func (s *seriesSet) At() storage.Series                { return s.list[s.i-1] }
+func (s *seriesSet) Err() error                        { return nil }
+func (s *seriesSet) Warnings() annotations.Annotations { return nil }
+func (s *seriesSet) sort()                             { slices.SortFunc(s.list, compareSeries) }
+func compareSeries(a, b storage.Series) int            { return labels.Compare(a.Labels(), b.Labels()) }
+func selectSeries(all []storage.Series, ms []*labels.Matcher) []storage.Series {
+	var out []storage.Series
+	for _, s := range all {
+		if matchAll(s.Labels(), ms) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func matchAll(l labels.Labels, ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if !m.Matches(l.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// evalAt evaluates expr at now over the given series, each with one sample
+// 15 seconds before now and the operator's target labels where it has none
+// of its own.
+func evalAt(t *testing.T, expr string, now time.Time, in []series) promql.Vector {
+	t.Helper()
+	p := newParser()
+	var all []storage.Series
+	for _, s := range in {
+		lset, err := p.ParseMetric(s.metric)
+		if err != nil {
+			t.Fatalf("series %s: %v", s.metric, err)
+		}
+		b := labels.NewBuilder(lset)
+		for k, v := range operatorTarget {
+			if !lset.Has(k) {
+				b.Set(k, v)
+			}
+		}
+		ts := now.Add(-15 * time.Second).UnixMilli()
+		all = append(all, storage.NewListSeries(b.Labels(), []chunks.Sample{fsample{ts, s.value}}))
+	}
+	q := &storage.MockQueryable{MockQuerier: &storage.MockQuerier{
+		SelectMockFunction: func(sortSeries bool, _ *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+			set := &seriesSet{list: selectSeries(all, ms)}
+			if sortSeries {
+				set.sort()
+			}
+			return set
+		},
+	}}
+	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 10000, Timeout: 10 * time.Second, LookbackDelta: 5 * time.Minute})
+	qry, err := engine.NewInstantQuery(context.Background(), q, nil, expr, now)
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	defer qry.Close()
+	vec, err := qry.Exec(context.Background()).Vector()
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return vec
+}
+
+// firing names what each element of an alert's result is about: the
+// EtcdCluster (namespace/name), else the shard, else all its labels.
+func firing(vec promql.Vector) []string {
+	var out []string
+	for _, s := range vec {
+		switch {
+		case s.Metric.Has("name"):
+			out = append(out, s.Metric.Get("namespace")+"/"+s.Metric.Get("name"))
+		case s.Metric.Has("shard"):
+			out = append(out, "shard "+s.Metric.Get("shard"))
+		default:
+			out = append(out, s.Metric.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestAlertsSelect(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	exprs := map[string]string{}
+	for _, r := range alerts(groups) {
+		exprs[r.Alert] = r.Expr
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	sec := func(d time.Duration) float64 { return float64(now.Add(d).Unix()) }
+	cond := func(ns, name, typ, status, reason string, v float64) series {
+		return series{fmt.Sprintf(`raftsman_etcdcluster_status_condition{namespace=%q,name=%q,type=%q,status=%q,reason=%q}`, ns, name, typ, status, reason), v}
+	}
+	gauge := func(metric, ns, name string, v float64, extra ...string) series {
+		return series{fmt.Sprintf(`%s{namespace=%q,name=%q%s}`, metric, ns, name, strings.Join(extra, "")), v}
+	}
+	// quorum gives a cluster's voters and healthy voters.
+	quorum := func(name string, voters, ready float64, extra ...string) []series {
+		return []series{
+			gauge("raftsman_etcdcluster_voters", "db", name, voters, extra...),
+			gauge("raftsman_etcdcluster_ready_replicas", "db", name, ready, extra...),
+		}
+	}
+	cat := func(groups ...[]series) []series { return slices.Concat(groups...) }
+
+	for _, tc := range []struct {
+		name  string
+		alert string
+		in    []series
+		want  []string
+	}{{
+		name:  "lost quorum fires, available does not",
+		alert: "EtcdClusterNotAvailable",
+		in: []series{
+			cond("db", "lost", "Available", "True", "QuorumLost", 0),
+			cond("db", "lost", "Available", "False", "QuorumLost", 1),
+			cond("db", "ok", "Available", "True", "QuorumHealthy", 1),
+			cond("db", "ok", "Available", "False", "QuorumHealthy", 0),
+		},
+		want: []string{"db/lost"},
+	}, {
+		name:  "degraded fires, healthy does not",
+		alert: "EtcdClusterDegraded",
+		in: []series{
+			cond("db", "sick", "Degraded", "True", "MembersUnhealthy", 1),
+			cond("db", "fine", "Degraded", "True", "MembersHealthy", 0),
+			cond("db", "fine", "Degraded", "False", "MembersHealthy", 1),
+		},
+		want: []string{"db/sick"},
+	}, {
+		name:  "healthy voters at most a quorum",
+		alert: "EtcdClusterQuorumAtRisk",
+		in: cat(
+			quorum("one", 1, 1), quorum("one-down", 1, 0),
+			quorum("two", 2, 2),
+			quorum("three", 3, 3), quorum("three-1down", 3, 2), quorum("three-2down", 3, 1),
+			quorum("four", 4, 4), quorum("four-1down", 4, 3),
+			quorum("five", 5, 5), quorum("five-1down", 5, 4), quorum("five-2down", 5, 3),
+		),
+		want: []string{"db/five-2down", "db/four-1down", "db/three-1down", "db/three-2down", "db/two"},
+	}, {
+		name:  "two operator replicas export the same cluster",
+		alert: "EtcdClusterQuorumAtRisk",
+		in:    cat(quorum("three", 3, 2), quorum("three", 3, 2, `,pod="raftsman-1",instance="10.0.0.11:8443"`)),
+		want:  []string{"db/three", "db/three"},
+	}, {
+		name:  "backup older than twice the interval",
+		alert: "EtcdClusterBackupMissing",
+		in: []series{
+			gauge("raftsman_etcdcluster_backup_interval_seconds", "db", "old", 3600),
+			gauge("raftsman_etcdcluster_last_backup_timestamp_seconds", "db", "old", sec(-3*time.Hour)),
+			gauge("raftsman_etcdcluster_backup_interval_seconds", "db", "recent", 3600),
+			gauge("raftsman_etcdcluster_last_backup_timestamp_seconds", "db", "recent", sec(-90*time.Minute)),
+			// No schedule: neither gauge.
+			gauge("raftsman_etcdcluster_learners", "db", "unscheduled", 0),
+		},
+		want: []string{"db/old"},
+	}, {
+		name:  "learners",
+		alert: "EtcdLearnerStuck",
+		in: []series{
+			gauge("raftsman_etcdcluster_learners", "db", "joining", 1),
+			gauge("raftsman_etcdcluster_learners", "db", "settled", 0),
+		},
+		want: []string{"db/joining"},
+	}, {
+		name:  "TLSReady False fires, True and Unknown do not",
+		alert: "EtcdClusterTLSNotReady",
+		in: []series{
+			cond("db", "bad", "TLSReady", "False", "SecretInvalid", 1),
+			cond("db", "bad", "TLSReady", "True", "SecretInvalid", 0),
+			cond("db", "good", "TLSReady", "False", "CertificatesReady", 0),
+			cond("db", "good", "TLSReady", "True", "CertificatesReady", 1),
+			cond("db", "unknown", "TLSReady", "False", "Pending", 0),
+			cond("db", "unknown", "TLSReady", "Unknown", "Pending", 1),
+		},
+		want: []string{"db/bad"},
+	}, {
+		name:  "certificate expiry within 7 days",
+		alert: "EtcdCertificateExpiresSoon",
+		in: []series{
+			gauge("raftsman_etcdcluster_certificate_expiry_timestamp_seconds", "db", "soon", sec(3*24*time.Hour)),
+			gauge("raftsman_etcdcluster_certificate_expiry_timestamp_seconds", "db", "expired", sec(-time.Hour)),
+			gauge("raftsman_etcdcluster_certificate_expiry_timestamp_seconds", "db", "later", sec(60*24*time.Hour)),
+		},
+		want: []string{"db/expired", "db/soon"},
+	}, {
+		name:  "a shard no replica holds",
+		alert: "RaftsmanShardWithoutHolder",
+		in: []series{
+			{`raftsman_shard_leader{shard="0"}`, 1},
+			{`raftsman_shard_leader{shard="1"}`, 0},
+			{`raftsman_shard_leader{shard="0",pod="raftsman-1",instance="10.0.0.11:8443"}`, 0},
+			{`raftsman_shard_leader{shard="1",pod="raftsman-1",instance="10.0.0.11:8443"}`, 0},
+		},
+		want: []string{"shard 1"},
+	}, {
+		name:  "operator scraped",
+		alert: "RaftsmanOperatorDown",
+		in:    []series{{`up`, 1}, {`up{pod="raftsman-1",instance="10.0.0.11:8443"}`, 0}},
+		want:  nil,
+	}, {
+		name:  "operator target down",
+		alert: "RaftsmanOperatorDown",
+		in:    []series{{`up`, 0}},
+		want:  []string{"{}"},
+	}, {
+		name:  "only etcd members scraped",
+		alert: "RaftsmanOperatorDown",
+		in:    []series{{`up{job="raftsman-system/raftsman-etcd",namespace="db",pod="sample-0"}`, 1}},
+		want:  []string{"{}"},
+	}} {
+		t.Run(tc.alert+"/"+tc.name, func(t *testing.T) {
+			expr, ok := exprs[tc.alert]
+			if !ok {
+				t.Fatalf("no alert %s", tc.alert)
+			}
+			vec := evalAt(t, expr, now, tc.in)
+			if got := firing(vec); !slices.Equal(got, tc.want) {
+				t.Errorf("fires for %q, want %q\nresult: %v", got, tc.want, vec)
+			}
+			for _, s := range vec {
+				if s.Metric.Has("reason") {
+					t.Errorf("result keeps the reason label: a new reason would restart the for clause: %v", s.Metric)
+				}
+			}
+		})
+	}
+}
+
+// TestQuorumAtRiskValue checks that the description's $value is the number
+// of healthy voters.
+func TestQuorumAtRiskValue(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	for _, r := range alerts(groups) {
+		if r.Alert != "EtcdClusterQuorumAtRisk" {
+			continue
+		}
+		vec := evalAt(t, r.Expr, time.Unix(1e9, 0), []series{
+			{`raftsman_etcdcluster_voters{namespace="db",name="five"}`, 5},
+			{`raftsman_etcdcluster_ready_replicas{namespace="db",name="five"}`, 3},
+		})
+		if len(vec) != 1 || vec[0].F != 3 {
+			t.Fatalf("got %v, want one element with value 3", vec)
+		}
+		return
+	}
+	t.Fatal("no alert EtcdClusterQuorumAtRisk")
+}
