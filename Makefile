@@ -11,7 +11,7 @@ IMG ?= raftsman:dev
 KUBE_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$KUBE_VERSION')
 KUBECTL := $(CURDIR)/_output/bin/kubernetes-$(KUBE_VERSION)/kubectl
 
-.PHONY: all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules
+.PHONY: all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules bench-scale
 
 all: build
 
@@ -67,6 +67,9 @@ test: verify-generated vet rules envtest-assets cluster-up images cert-manager-u
 
 demo: cluster-up images dist ## local cluster, operator, a 3-member cluster Available
 	bash hack/demo.sh
+
+bench-scale: envtest-assets ## 1000 clusters in envtest with a fake etcd per cluster; writes its section of bench/RESULTS.md
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/benchscale -out bench/RESULTS.md
 
 bench: cluster-up images dist
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/bench -out bench/RESULTS.md

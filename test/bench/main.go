@@ -117,7 +117,7 @@ func main() {
 	}
 	text := res.markdown()
 	fmt.Print(text)
-	must(os.WriteFile(*out, []byte(text), 0o644))
+	must(os.WriteFile(*out, []byte(text+keptScaleSection(*out)), 0o644))
 }
 
 func must(err error) {
@@ -184,6 +184,22 @@ func (b *bench) operatorPod() (*corev1.Pod, error) {
 		}
 	}
 	return nil, errors.New("no ready operator pod")
+}
+
+// keptScaleSection is the part of the results file that make bench-scale
+// writes, kept as it is.
+func keptScaleSection(path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := string(old)
+	start := strings.Index(s, "<!-- bench-scale -->")
+	end := strings.Index(s, "<!-- /bench-scale -->")
+	if start < 0 || end < start {
+		return ""
+	}
+	return "\n" + s[start:end+len("<!-- /bench-scale -->")] + "\n"
 }
 
 // operatorWrites sums the operator's own count of its write requests to the
