@@ -99,8 +99,8 @@ func replica(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, name string
 	return stop
 }
 
-// TestEnvShards: two replicas with 4 shards split them; when one stops the
-// other takes all four within one lease duration, and clusters of every
+// TestEnvShards: two replicas with 4 shards split them two and two; when
+// one stops the other takes all four within one lease duration, and clusters of every
 // shard keep being reconciled, never by two replicas at once.
 func TestEnvShards(t *testing.T) {
 	cfg, scheme := testenv.Start(t)
@@ -130,6 +130,12 @@ func TestEnvShards(t *testing.T) {
 	}
 	testenv.Eventually(t, 30*time.Second, "every shard held", func() error {
 		if h := holders(); len(h["a"])+len(h["b"]) != 4 {
+			return fmt.Errorf("holders %v", h)
+		}
+		return nil
+	})
+	testenv.Eventually(t, 30*time.Second, "two shards each", func() error {
+		if h := holders(); len(h["a"]) != 2 || len(h["b"]) != 2 {
 			return fmt.Errorf("holders %v", h)
 		}
 		return nil

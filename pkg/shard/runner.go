@@ -5,10 +5,14 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -52,8 +56,10 @@ type Runner struct {
 	// Exit ends the process; os.Exit when nil.
 	Exit func(code int)
 
-	mu   sync.Mutex
-	held map[int]bool
+	mu     sync.Mutex
+	held   map[int]bool
+	live   int
+	liveAt time.Time
 }
 
 // leaderGauge is 1 for the shards this replica holds, 0 for the others.
@@ -78,10 +84,13 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
+	if !r.NoLeases {
+		wg.Go(func() { r.keepPresence(ctx) })
+	}
 	for i := range r.Shards {
 		leaderGauge.WithLabelValues(strconv.Itoa(i)).Set(0)
 		if r.NoLeases {
-			wg.Go(func() { r.runShard(ctx, i, r.Log.WithValues("shard", i)) })
+			wg.Go(func() { r.runShard(ctx, ctx, i, r.Log.WithValues("shard", i)) })
 			continue
 		}
 		wg.Go(func() { r.campaign(ctx, i) })
@@ -115,8 +124,10 @@ func (r *Runner) setHeld(i int, held bool) {
 }
 
 // campaign holds shard i whenever it can, until ctx ends. The shard's
-// controllers run in this goroutine, not in the elector's callback, so that
-// the next campaign starts only once they have stopped.
+// controllers run in this goroutine, not in the elector's callback, and the
+// Lease is given back only once they have stopped: the elector's context
+// does not follow ctx, so that a replica shutting down never releases a
+// shard whose reconciles still run.
 func (r *Runner) campaign(ctx context.Context, i int) {
 	log := r.Log.WithValues("shard", i)
 	for ctx.Err() == nil {
@@ -142,55 +153,161 @@ func (r *Runner) campaign(ctx context.Context, i int) {
 			log.Error(err, "Cannot campaign for the shard")
 			return
 		}
-		// Controllers that stop on their own (a start failure) give the
-		// Lease back: cancelling the campaign releases it.
-		cctx, cancel := context.WithCancel(ctx)
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		elected := make(chan struct{})
 		go func() {
 			defer close(elected)
 			le.Run(cctx)
 		}()
+		handedOver := false
 		select {
 		case <-elected:
+		case <-ctx.Done():
 		case sctx := <-leading:
-			r.runShard(sctx, i, log)
-			cancel()
-			<-elected
+			handedOver = r.runShard(ctx, sctx, i, log)
 		}
 		cancel()
-		if ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(r.RetryPeriod):
-			}
+		<-elected
+		pause := r.RetryPeriod
+		if handedOver {
+			// Leave the shard to a replica with fewer shards.
+			pause = 3 * r.LeaseDuration
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
 		}
 	}
 }
 
-// runShard runs the shard's controllers until sctx ends, and makes sure
-// they stop within StopTimeout after that.
-func (r *Runner) runShard(sctx context.Context, i int, log logr.Logger) {
+// runShard runs the shard's controllers until the Lease is lost (sctx),
+// the replica stops (ctx), or the replica holds more than its share of the
+// shards and hands this one over (it reports that). Past StopTimeout after
+// a lost Lease the process exits rather than risk two holders.
+func (r *Runner) runShard(ctx, sctx context.Context, i int, log logr.Logger) (handedOver bool) {
 	log.Info("Holding the shard: starting its controllers")
 	r.setHeld(i, true)
 	defer r.setHeld(i, false)
+	runCtx, stop := context.WithCancel(sctx)
+	defer stop()
 	done := make(chan struct{})
+	var over atomic.Bool
 	go func() {
-		select {
-		case <-done:
-		case <-sctx.Done():
+		tick := time.NewTicker(r.RetryPeriod)
+		defer tick.Stop()
+		for {
 			select {
 			case <-done:
-			case <-time.After(r.StopTimeout):
-				log.Info("The shard's controllers did not stop in time after its Lease ended; exiting")
-				r.exit(1)
+				return
+			case <-ctx.Done():
+				stop()
+				return
+			case <-sctx.Done():
+				select {
+				case <-done:
+				case <-time.After(r.StopTimeout):
+					log.Info("The shard's controllers did not stop in time after its Lease ended; exiting")
+					r.exit(1)
+				}
+				return
+			case <-tick.C:
+				if r.shouldHandOver(ctx, i) {
+					log.Info("Handing the shard over: this replica holds more than its share")
+					over.Store(true)
+					stop()
+					return
+				}
 			}
 		}
 	}()
-	if err := r.Run(sctx, i); err != nil {
+	if err := r.Run(runCtx, i); err != nil {
 		log.Error(err, "The shard's controllers stopped with an error")
 	}
 	close(done)
 	log.Info("Released the shard: its controllers stopped")
+	return over.Load()
+}
+
+// presenceLabel marks the Leases by which replicas say they are alive, so
+// that each can tell its share of the shards.
+const presenceLabel = "etcd.raftsman.io/replica"
+
+// keepPresence renews this replica's presence Lease until ctx ends, then
+// deletes it so that the others take their larger share at once.
+func (r *Runner) keepPresence(ctx context.Context) {
+	name := "raftsman-replica-" + r.Identity
+	leases := r.Client.CoordinationV1().Leases(r.Namespace)
+	renew := func() {
+		now := metav1.NewMicroTime(time.Now())
+		seconds := int32(r.LeaseDuration.Seconds())
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace, Labels: map[string]string{presenceLabel: "true"}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &r.Identity, LeaseDurationSeconds: &seconds, RenewTime: &now}}
+			_, err = leases.Create(ctx, l, metav1.CreateOptions{})
+		} else if err == nil {
+			l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &now, &seconds
+			_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		}
+		if err != nil && ctx.Err() == nil {
+			r.Log.Info("Cannot renew this replica's presence", "error", err.Error())
+		}
+	}
+	renew()
+	tick := time.NewTicker(r.RetryPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = leases.Delete(dctx, name, metav1.DeleteOptions{})
+			return
+		case <-tick.C:
+			renew()
+		}
+	}
+}
+
+// liveReplicas counts the replicas whose presence Lease is fresh.
+func (r *Runner) liveReplicas(ctx context.Context) int {
+	r.mu.Lock()
+	if time.Since(r.liveAt) < r.RetryPeriod {
+		n := r.live
+		r.mu.Unlock()
+		return n
+	}
+	r.mu.Unlock()
+	list, err := r.Client.CoordinationV1().Leases(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: presenceLabel + "=true"})
+	n := 1
+	if err == nil {
+		n = 0
+		for _, l := range list.Items {
+			if l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
+				time.Since(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
+				n++
+			}
+		}
+		n = max(n, 1)
+	}
+	r.mu.Lock()
+	r.live, r.liveAt = n, time.Now()
+	r.mu.Unlock()
+	return n
+}
+
+// shouldHandOver says whether shard i should go to another replica: this
+// replica holds more than its share (the shards divided by the live
+// replicas, rounded up), and i is the highest shard it holds, so that one
+// shard moves at a time.
+func (r *Runner) shouldHandOver(ctx context.Context, i int) bool {
+	if r.NoLeases {
+		return false
+	}
+	held := r.Held()
+	live := r.liveReplicas(ctx)
+	share := (r.Shards + live - 1) / live
+	return len(held) > share && held[len(held)-1] == i
 }
 
 func (r *Runner) exit(code int) {
