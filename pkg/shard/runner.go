@@ -168,14 +168,38 @@ func (r *Runner) campaign(ctx context.Context, i int) {
 		}
 		cancel()
 		<-elected
-		pause := r.RetryPeriod
 		if handedOver {
-			// Leave the shard to a replica with fewer shards.
-			pause = 3 * r.LeaseDuration
+			r.leaveTo(ctx, i)
+			continue
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(pause):
+		case <-time.After(r.RetryPeriod):
+		}
+	}
+}
+
+// leaveTo leaves a shard just handed over to another replica for a while,
+// unless nobody holds it (its new holder died too): then it is taken again
+// at once.
+func (r *Runner) leaveTo(ctx context.Context, i int) {
+	start := time.Now()
+	for time.Since(start) < 3*r.LeaseDuration {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.RetryPeriod):
+		}
+		l, err := r.Client.CoordinationV1().Leases(r.Namespace).Get(ctx, LeaseName(i), metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		free := l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil ||
+			time.Since(l.Spec.RenewTime.Time) > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+		// Not before a lease duration: the replica it was left to needs a
+		// moment to take it.
+		if free && time.Since(start) > r.LeaseDuration {
+			return
 		}
 	}
 }
