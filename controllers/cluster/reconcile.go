@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -271,8 +272,16 @@ func (r *Reconciler) newMember(ctx context.Context, s *scope, name string, spec 
 	m.Labels = resources.ObjectLabels(s.cluster)
 	m.Finalizers = []string{etcdv1.MemberFinalizer}
 	m.Spec = spec
-	if err := r.createOwned(ctx, s, m); err != nil {
-		return err
+	if err := controllerutil.SetControllerReference(s.cluster, m, r.Scheme()); err != nil {
+		return fmt.Errorf("own %s: %w", m.Name, err)
+	}
+	switch err := r.Create(ctx, m); {
+	case apierrors.IsAlreadyExists(err):
+		// Made by an earlier pass that the cache does not show yet; the
+		// next pass, once it does, takes it from there.
+		return nil
+	case err != nil:
+		return fmt.Errorf("create member %s: %w", m.Name, err)
 	}
 	s.members = append(s.members, m)
 	s.memberBases[m.Name] = m.DeepCopy()
@@ -287,6 +296,18 @@ func newMemberName(cluster string, taken func(string) bool) string {
 			return name
 		}
 	}
+}
+
+// initialMemberName is the name of the i-th initial member: the cluster's
+// name and a suffix derived from its UID, in the alphabet of random names.
+func initialMemberName(c *etcdv1.EtcdCluster, i int) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", c.UID, i)))
+	suffix := make([]byte, 5)
+	for j := range suffix {
+		suffix[j] = alphabet[int(sum[j])%len(alphabet)]
+	}
+	return c.Name + "-" + string(suffix)
 }
 
 func (s *scope) hasMember(name string) bool {
@@ -314,11 +335,16 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 			// cluster whose status lost its ID; observeEtcd finds it again.
 			return ctrl.Result{}, nil
 		}
+		// The names come from the cluster's UID, not chance: a pass that
+		// runs before the cache shows the members just created makes the
+		// very same ones (their creation then finds them), never a second
+		// set that would bootstrap a second etcd cluster.
 		pairs := make([][2]string, 0, s.desired)
-		for range s.desired {
-			name := newMemberName(s.cluster.Name, func(n string) bool {
-				return slices.ContainsFunc(pairs, func(p [2]string) bool { return p[0] == n })
-			})
+		for i := range s.desired {
+			name := initialMemberName(s.cluster, i)
+			for n := 1; slices.ContainsFunc(pairs, func(p [2]string) bool { return p[0] == name }); n++ {
+				name = initialMemberName(s.cluster, i+n*100)
+			}
 			pairs = append(pairs, [2]string{name, resources.PeerURL(s.cluster, name, r.Options.ClusterDomain)})
 		}
 		initial = resources.InitialCluster(pairs)

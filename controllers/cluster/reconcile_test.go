@@ -785,3 +785,33 @@ func TestNewTrustRestartsMembersOneAtATime(t *testing.T) {
 		t.Errorf("%d MemberRestarting events, want 3", n)
 	}
 }
+
+// TestBootstrapFromAStaleCacheMakesNoSecondCluster: a pass that runs before
+// the cache shows the initial members just created makes the same members
+// again, not a second set that would bootstrap a second etcd cluster.
+func TestBootstrapFromAStaleCacheMakesNoSecondCluster(t *testing.T) {
+	t.Parallel()
+	stale := false
+	e := newEnv(t, 3, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*etcdv1.EtcdMemberList); ok && stale {
+				return nil // the cache has not seen the members yet
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	e.mustReconcile()
+	first := e.members()
+	stale = true
+	e.mustReconcile()
+	stale = false
+	ms := e.members()
+	if len(ms) != 3 || len(first) != 3 {
+		t.Fatalf("%d members after a pass on a stale cache (%d before), want 3", len(ms), len(first))
+	}
+	for i := range ms {
+		if ms[i].Spec.InitialCluster != first[0].Spec.InitialCluster {
+			t.Errorf("%s: initial cluster %q, want %q", ms[i].Name, ms[i].Spec.InitialCluster, first[0].Spec.InitialCluster)
+		}
+	}
+}

@@ -87,7 +87,9 @@ func main() {
 	if *replica != "" {
 		err = runReplica(*replica, *shards)
 	} else {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		// SIGPIPE too: a closed standard output (bench-scale | head) would
+		// otherwise end the process at once and leave the API server running.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 		err = run(ctx)
 		stop()
 	}
@@ -465,8 +467,8 @@ func (a *availability) count() int {
 }
 
 // apiCounter counts the requests of the operator's clients. Lease requests
-// are apart: leader election renews each shard's Lease at a fixed rate
-// whatever the number of clusters.
+// are apart: the shards' Leases and the replica's presence Lease are renewed
+// at a fixed rate whatever the number of clusters.
 type apiCounter struct{ reads, writes, lease atomic.Int64 }
 
 type apiCounts struct{ reads, writes, lease int64 }
@@ -494,11 +496,11 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // waitQuiet waits until the operator has written nothing for quiet, at most
-// max, and says how long it waited.
-func waitQuiet(ctx context.Context, c *apiCounter, quiet, max time.Duration) time.Duration {
+// limit, and says how long it waited.
+func waitQuiet(ctx context.Context, c *apiCounter, quiet, limit time.Duration) time.Duration {
 	start := time.Now()
 	last, since := c.writes.Load(), time.Now()
-	for time.Since(start) < max && time.Since(since) < quiet && ctx.Err() == nil {
+	for time.Since(start) < limit && time.Since(since) < quiet && ctx.Err() == nil {
 		pause(ctx, 250*time.Millisecond)
 		if w := c.writes.Load(); w != last {
 			last, since = w, time.Now()
