@@ -101,6 +101,9 @@ func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
 // controllers run.
 func joinMetrics(mgr ctrl.Manager) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
 		remove := kube.Caches.Add(mgr.GetCache())
 		<-ctx.Done()
 		remove()

@@ -75,8 +75,9 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.readers() {
 		part := &etcdv1.EtcdClusterList{}
 		if err := r.List(ctx, part); err != nil {
-			ch <- prometheus.NewInvalidMetric(clusterConditionDesc, err)
-			return
+			// A shard starting or stopping: its clusters are reported by
+			// whichever replica holds them, not by failing the scrape.
+			continue
 		}
 		list.Items = append(list.Items, part.Items...)
 	}

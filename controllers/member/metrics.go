@@ -44,8 +44,9 @@ func (c memberCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.readers() {
 		part := &etcdv1.EtcdMemberList{}
 		if err := r.List(ctx, part); err != nil {
-			ch <- prometheus.NewInvalidMetric(memberConditionDesc, err)
-			return
+			// A shard starting or stopping: its clusters are reported by
+			// whichever replica holds them, not by failing the scrape.
+			continue
 		}
 		list.Items = append(list.Items, part.Items...)
 	}

@@ -37,8 +37,9 @@ func (c certCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.readers() {
 		part := &etcdv1.EtcdClusterList{}
 		if err := r.List(ctx, part); err != nil {
-			ch <- prometheus.NewInvalidMetric(certExpiryDesc, err)
-			return
+			// A shard starting or stopping: its clusters are reported by
+			// whichever replica holds them, not by failing the scrape.
+			continue
 		}
 		list.Items = append(list.Items, part.Items...)
 	}
