@@ -89,7 +89,7 @@ type Reconciler struct {
 // cluster, of its EtcdMembers, Services and PDB, and of its member Pods (a
 // learner's Pod starting is what makes it worth trying to promote it).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := kube.Register(metrics.Registry, clusterCollector{readers: kube.Caches.All}); err != nil {
+	if err := kube.Register(metrics.Registry, clusterCollector{reader: kube.Caches}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -57,10 +57,7 @@ var (
 )
 
 // clusterCollector reports every EtcdCluster the cache holds.
-type clusterCollector struct {
-	// readers are the caches of the shards this process runs.
-	readers func() []client.Reader
-}
+type clusterCollector struct{ reader client.Reader }
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc, clusterVotersDesc} {
@@ -72,14 +69,9 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &etcdv1.EtcdClusterList{}
-	for _, r := range c.readers() {
-		part := &etcdv1.EtcdClusterList{}
-		if err := r.List(ctx, part); err != nil {
-			// A shard starting or stopping: its clusters are reported by
-			// whichever replica holds them, not by failing the scrape.
-			continue
-		}
-		list.Items = append(list.Items, part.Items...)
+	if err := c.reader.List(ctx, list); err != nil {
+		ch <- prometheus.NewInvalidMetric(clusterConditionDesc, err)
+		return
 	}
 	for i := range list.Items {
 		ec := &list.Items[i]

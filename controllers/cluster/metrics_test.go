@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -30,7 +29,7 @@ func TestClusterCollector(t *testing.T) {
 		},
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(ec).Build()
-	col := clusterCollector{readers: func() []client.Reader { return []client.Reader{c} }}
+	col := clusterCollector{reader: c}
 	want := `
 # HELP raftsman_etcdcluster_status_condition Conditions of an EtcdCluster: 1 for the current status of each condition type, 0 for the others.
 # TYPE raftsman_etcdcluster_status_condition gauge

@@ -43,7 +43,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller: it runs on every change of an
 // EtcdMember and of the Pods and PVCs the member owns.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := kube.Register(metrics.Registry, memberCollector{readers: kube.Caches.All}); err != nil {
+	if err := kube.Register(metrics.Registry, memberCollector{reader: kube.Caches}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

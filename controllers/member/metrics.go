@@ -30,10 +30,7 @@ var memberConditionDesc = prometheus.NewDesc("raftsman_etcdmember_status_conditi
 
 // memberCollector reports the conditions of every EtcdMember the cache
 // holds, computed at each scrape so a deleted member's series go with it.
-type memberCollector struct {
-	// readers are the caches of the shards this process runs.
-	readers func() []client.Reader
-}
+type memberCollector struct{ reader client.Reader }
 
 func (c memberCollector) Describe(ch chan<- *prometheus.Desc) { ch <- memberConditionDesc }
 
@@ -41,14 +38,9 @@ func (c memberCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &etcdv1.EtcdMemberList{}
-	for _, r := range c.readers() {
-		part := &etcdv1.EtcdMemberList{}
-		if err := r.List(ctx, part); err != nil {
-			// A shard starting or stopping: its clusters are reported by
-			// whichever replica holds them, not by failing the scrape.
-			continue
-		}
-		list.Items = append(list.Items, part.Items...)
+	if err := c.reader.List(ctx, list); err != nil {
+		ch <- prometheus.NewInvalidMetric(memberConditionDesc, err)
+		return
 	}
 	for i := range list.Items {
 		m := &list.Items[i]

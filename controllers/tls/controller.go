@@ -79,7 +79,7 @@ type Reconciler struct {
 // (authentication waits for it), and when a Secret or a member of the
 // cluster changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := kube.Register(metrics.Registry, certCollector{readers: kube.Caches.All}); err != nil {
+	if err := kube.Register(metrics.Registry, certCollector{reader: kube.Caches}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -20,10 +20,7 @@ var (
 )
 
 // certCollector reports the certificate expiry of every cluster with TLS.
-type certCollector struct {
-	// readers are the caches of the shards this process runs.
-	readers func() []client.Reader
-}
+type certCollector struct{ reader client.Reader }
 
 func (c certCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- certExpiryDesc
@@ -34,14 +31,9 @@ func (c certCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &etcdv1.EtcdClusterList{}
-	for _, r := range c.readers() {
-		part := &etcdv1.EtcdClusterList{}
-		if err := r.List(ctx, part); err != nil {
-			// A shard starting or stopping: its clusters are reported by
-			// whichever replica holds them, not by failing the scrape.
-			continue
-		}
-		list.Items = append(list.Items, part.Items...)
+	if err := c.reader.List(ctx, list); err != nil {
+		ch <- prometheus.NewInvalidMetric(certExpiryDesc, err)
+		return
 	}
 	for _, ec := range list.Items {
 		st := ec.Status.TLS

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -31,7 +30,7 @@ func TestCertCollector(t *testing.T) {
 		Status: etcdv1.EtcdClusterStatus{TLS: &etcdv1.TLSStatus{NotAfter: &at, CANotAfter: &ca}}}
 	plain := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "ns"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(withTLS, plain).Build()
-	col := certCollector{readers: func() []client.Reader { return []client.Reader{c} }}
+	col := certCollector{reader: c}
 	want := `
 # HELP raftsman_etcdcluster_ca_expiry_timestamp_seconds When the operator's CA of an EtcdCluster expires (status.tls.caNotAfter), in seconds since the epoch.
 # TYPE raftsman_etcdcluster_ca_expiry_timestamp_seconds gauge

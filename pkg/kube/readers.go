@@ -1,7 +1,13 @@
 package kube
 
 import (
+	"context"
 	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -44,4 +50,35 @@ func (s *ReaderSet) All() []client.Reader {
 		out = append(out, r)
 	}
 	return out
+}
+
+var _ client.Reader = (*ReaderSet)(nil)
+
+// Get reads the object from the first cache that has it.
+func (s *ReaderSet) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	for _, r := range s.All() {
+		if err := r.Get(ctx, key, obj, opts...); !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+}
+
+// List lists from every cache into one list. A cache that cannot answer (a
+// shard starting or stopping) is left out: its objects are reported by the
+// replica that holds the shard, and one shard must not fail a whole scrape.
+func (s *ReaderSet) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	var items []runtime.Object
+	for _, r := range s.All() {
+		part := list.DeepCopyObject().(client.ObjectList)
+		if err := r.List(ctx, part, opts...); err != nil {
+			continue
+		}
+		objs, err := meta.ExtractList(part)
+		if err != nil {
+			return err
+		}
+		items = append(items, objs...)
+	}
+	return meta.SetList(list, items)
 }
