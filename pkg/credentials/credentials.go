@@ -10,13 +10,7 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
-)
-
-// Secret data keys of a TLS Secret.
-const (
-	certKey = "tls.crt"
-	keyKey  = "tls.key"
-	caKey   = "ca.crt"
+	"github.com/raftsman/raftsman/pkg/pki"
 )
 
 // Load returns the operator's credentials for the etcd of c: none when TLS
@@ -33,5 +27,5 @@ func Load(ctx context.Context, r client.Reader, c *etcdv1.EtcdCluster) (etcd.Cre
 	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Status.TLS.ClientSecretName}, sec); err != nil {
 		return etcd.Credentials{}, fmt.Errorf("get the client certificate: %w", err)
 	}
-	return etcd.Credentials{CertPEM: sec.Data[certKey], KeyPEM: sec.Data[keyKey], CAPEM: sec.Data[caKey]}, nil
+	return etcd.Credentials{CertPEM: sec.Data[pki.CertKey], KeyPEM: sec.Data[pki.KeyKey], CAPEM: sec.Data[pki.CAKey]}, nil
 }

@@ -134,7 +134,7 @@ func (r *Runner) campaign(ctx context.Context, i int) {
 		leading := make(chan context.Context, 1)
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: &resourcelock.LeaseLock{
-				LeaseMeta:  metaFor(r.Namespace, LeaseName(i)),
+				LeaseMeta:  metav1.ObjectMeta{Namespace: r.Namespace, Name: LeaseName(i)},
 				Client:     r.Client.CoordinationV1(),
 				LockConfig: resourcelock.ResourceLockConfig{Identity: r.Identity},
 			},
