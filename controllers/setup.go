@@ -6,6 +6,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/raftsman/raftsman/controllers/backup"
 	"github.com/raftsman/raftsman/controllers/cluster"
 	"github.com/raftsman/raftsman/controllers/member"
 	"github.com/raftsman/raftsman/controllers/tls"
@@ -16,6 +17,7 @@ import (
 type Options struct {
 	Cluster cluster.Options
 	TLS     tls.Options
+	Backup  backup.Options
 	// Etcd makes the etcd clients; a fake in tests.
 	Etcd etcd.Factory
 }
@@ -24,7 +26,7 @@ type Options struct {
 // Moving clusters between shards relabels everything made for them.
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters;etcdmembers,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters;etcdmembers;etcdbackups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // The metrics endpoint checks its clients' tokens and rights.
@@ -38,6 +40,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Etcd == nil {
 		opts.Etcd = etcd.NewClientFactory()
 	}
+	if opts.Backup.AgentImage == "" {
+		opts.Backup.AgentImage = opts.Cluster.AgentImage
+	}
+	opts.Cluster.AgentImage = opts.Backup.AgentImage
 	if err := joinMetrics(mgr); err != nil {
 		return err
 	}
@@ -67,6 +73,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Options:   opts.TLS,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the tls controller: %w", err)
+	}
+	if err := (&backup.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("raftsman-" + backup.ControllerName),
+		Options:  opts.Backup,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the backup controller: %w", err)
 	}
 	return nil
 }

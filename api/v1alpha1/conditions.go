@@ -12,8 +12,14 @@ package v1alpha1
 //	| EtcdCluster | Degraded     | controllers/cluster |
 //	| EtcdCluster | TLSReady     | controllers/tls     |
 //	| EtcdCluster | AuthReady    | controllers/tls     |
+//	| EtcdCluster | Suspended    | controllers/backup  |
+//	| EtcdCluster | StorageReady | controllers/backup  |
+//	| EtcdCluster | BackupReady  | controllers/backup  |
+//	| EtcdCluster | RestoreReady | controllers/backup  |
 //	| EtcdMember  | Registered   | controllers/cluster |
 //	| EtcdMember  | Ready        | controllers/member  |
+//	| EtcdBackup  | Complete     | controllers/backup  |
+//	| EtcdBackup  | Failed       | controllers/backup  |
 const (
 	// ConditionAvailable is True while a quorum of voting members is healthy,
 	// so the cluster serves reads and writes.
@@ -39,6 +45,29 @@ const (
 	// ConditionReady is True while the member's Pod is Ready (etcd's own
 	// readiness endpoint answers).
 	ConditionReady = "Ready"
+
+	// ConditionSuspended is True once every member's Pod may stop: no
+	// membership change runs and the final backup (if any) is complete. The
+	// member controller stops the Pods, and the cluster controller changes
+	// nothing, while it is True.
+	ConditionSuspended = "Suspended"
+	// ConditionStorageReady is True when every member volume has the size
+	// of spec.storage.size.
+	ConditionStorageReady = "StorageReady"
+	// ConditionBackupReady is True when scheduled backups run as the spec
+	// says and the newest one is complete.
+	ConditionBackupReady = "BackupReady"
+	// ConditionRestoreReady is True once the snapshot a new cluster is
+	// restored from was found and its checksum matched. The cluster
+	// controller creates the first member only then.
+	ConditionRestoreReady = "RestoreReady"
+
+	// ConditionComplete is True once an EtcdBackup's snapshot is stored and
+	// its size and checksum were checked.
+	ConditionComplete = "Complete"
+	// ConditionFailed is True when an EtcdBackup cannot be taken; it is
+	// final, the message says why.
+	ConditionFailed = "Failed"
 )
 
 // Owners maps each condition type to the controller that owns it, per kind.
@@ -49,12 +78,84 @@ var Owners = map[string]map[string]string{
 		ConditionDegraded:    "cluster",
 		ConditionTLSReady:    "tls",
 		ConditionAuthReady:   "tls",
+
+		ConditionSuspended:    "backup",
+		ConditionStorageReady: "backup",
+		ConditionBackupReady:  "backup",
+		ConditionRestoreReady: "backup",
 	},
 	"EtcdMember": {
 		ConditionRegistered: "cluster",
 		ConditionReady:      "member",
 	},
+	"EtcdBackup": {
+		ConditionComplete: "backup",
+		ConditionFailed:   "backup",
+	},
 }
+
+// Reasons of the conditions the backup controller owns.
+const (
+	// ReasonNotSuspended: spec.suspend is false (Suspended False).
+	ReasonNotSuspended = "NotSuspended"
+	// ReasonWaitingForMembershipChange: a suspend waits for a membership
+	// change to end (Suspended False).
+	ReasonWaitingForMembershipChange = "WaitingForMembershipChange"
+	// ReasonTakingFinalBackup: a suspend waits for its final backup.
+	ReasonTakingFinalBackup = "TakingFinalBackup"
+	// ReasonFinalBackupFailed: the final backup failed; the cluster keeps
+	// running until it succeeds or spec.backup is removed.
+	ReasonFinalBackupFailed = "FinalBackupFailed"
+	// ReasonSuspended: the members' Pods stop or are stopped (Suspended True).
+	ReasonSuspended = "Suspended"
+
+	// ReasonVolumesMatch: every member volume has the spec's size.
+	ReasonVolumesMatch = "VolumesMatch"
+	// ReasonExpanding: member volumes are being expanded.
+	ReasonExpanding = "Expanding"
+	// ReasonExpansionNotSupported: the StorageClass does not allow volume
+	// expansion.
+	ReasonExpansionNotSupported = "ExpansionNotSupported"
+	// ReasonMemoryMedium: tmpfs members have no volume to expand.
+	ReasonMemoryMedium = "MemoryMedium"
+
+	// ReasonNoSchedule: spec.backup is not set (BackupReady True).
+	ReasonNoSchedule = "NoSchedule"
+	// ReasonInvalidSchedule: spec.backup.schedule does not parse.
+	ReasonInvalidSchedule = "InvalidSchedule"
+	// ReasonBackupSucceeded: the newest backup is complete.
+	ReasonBackupSucceeded = "BackupSucceeded"
+	// ReasonBackupFailed: the newest backup failed.
+	ReasonBackupFailed = "BackupFailed"
+	// ReasonWaitingForFirstBackup: no scheduled backup has completed yet.
+	ReasonWaitingForFirstBackup = "WaitingForFirstBackup"
+
+	// ReasonSnapshotVerified: the snapshot's checksum matched (RestoreReady True).
+	ReasonSnapshotVerified = "SnapshotVerified"
+	// ReasonVerifyingSnapshot: the snapshot is being read and checked.
+	ReasonVerifyingSnapshot = "VerifyingSnapshot"
+	// ReasonBackupNotFound: the EtcdBackup to restore from does not exist.
+	ReasonBackupNotFound = "BackupNotFound"
+	// ReasonBackupNotComplete: the EtcdBackup to restore from is not Complete.
+	ReasonBackupNotComplete = "BackupNotComplete"
+	// ReasonChecksumMismatch: the snapshot's checksum is not the recorded
+	// one; nothing is started.
+	ReasonChecksumMismatch = "ChecksumMismatch"
+	// ReasonSnapshotUnreadable: the snapshot cannot be read, or no checksum
+	// is known for it.
+	ReasonSnapshotUnreadable = "SnapshotUnreadable"
+
+	// ReasonSnapshotStored: the backup is stored and checked (Complete True).
+	ReasonSnapshotStored = "SnapshotStored"
+	// ReasonRunning: the backup's Pod runs (Complete False).
+	ReasonRunning = "Running"
+	// ReasonPending: the backup waits for its cluster (Complete False).
+	ReasonPending = "Pending"
+	// ReasonClusterNotFound: the EtcdBackup names no existing cluster.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonSnapshotFailed: the snapshot or its upload failed (Failed True).
+	ReasonSnapshotFailed = "SnapshotFailed"
+)
 
 // Reasons of EtcdCluster conditions.
 const (
@@ -122,6 +223,13 @@ const (
 	// ReasonWaitingForTLS: the cluster controller waits for TLSReady
 	// (Progressing True).
 	ReasonWaitingForTLS = "WaitingForTLS"
+	// ReasonWaitingForRestore: a restored cluster's first member waits for
+	// RestoreReady (Progressing True).
+	ReasonWaitingForRestore = "WaitingForRestore"
+	// ReasonSuspending: membership changes are paused because spec.suspend
+	// is set (Progressing False once none runs).
+	ReasonSuspending = "Suspending"
+
 	// ReasonRestartingMembers: members restart one at a time to load new
 	// trusted CAs (Progressing True).
 	ReasonRestartingMembers = "RestartingMembers"

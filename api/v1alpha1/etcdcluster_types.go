@@ -9,6 +9,8 @@ import (
 // EtcdClusterSpec is the desired state of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.storage) || !has(self.storage) || (has(self.storage.medium) && self.storage.medium == 'Memory') == (has(oldSelf.storage.medium) && oldSelf.storage.medium == 'Memory')",message="spec.storage.medium cannot change once the cluster exists: create a new cluster and move the data with a backup"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || ((!has(self.tls.disabled) || !self.tls.disabled) && (!has(self.tls.client.mutual) || self.tls.client.mutual))",message="spec.auth.enabled needs TLS with client certificates (spec.tls.client.mutual, the default): the operator acts as root with its client certificate"
+// +kubebuilder:validation:XValidation:rule="!has(self.suspend) || !self.suspend || !has(self.storage) || !has(self.storage.medium) || self.storage.medium != 'Memory'",message="spec.suspend cannot be set on a cluster with spec.storage.medium Memory: its data lives only as long as its Pods; take a backup and delete the cluster instead"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change: it only says how a new cluster starts"
 type EtcdClusterSpec struct {
 	// Replicas is the number of etcd members. Odd numbers tolerate the most
 	// failures for their size; an even number is allowed and the status warns.
@@ -54,6 +56,21 @@ type EtcdClusterSpec struct {
 	// Auth turns on etcd's user authentication.
 	// +optional
 	Auth AuthSpec `json:"auth,omitempty"`
+
+	// Suspend stops every member's Pod and keeps every EtcdMember and volume:
+	// false starts the same members again, with their data and identities.
+	// A final backup is taken first when spec.backup is set.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Backup schedules snapshots of the cluster.
+	// +optional
+	Backup *ClusterBackupSpec `json:"backup,omitempty"`
+
+	// Bootstrap says how a new cluster starts: empty, or restored from a
+	// snapshot. It cannot change.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 }
 
 // StorageMedium says where a member keeps its data.
@@ -237,6 +254,15 @@ type EtcdClusterStatus struct {
 	// +optional
 	Auth *AuthStatus `json:"auth,omitempty"`
 
+	// Backup is the state of scheduled backups.
+	// +optional
+	Backup *ClusterBackupStatus `json:"backup,omitempty"`
+
+	// Restore is the snapshot a restored cluster starts from, once the
+	// backup controller found and checked it.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
+
 	// Members as etcd reports them.
 	// +optional
 	// +listType=map
@@ -253,6 +279,8 @@ type EtcdClusterStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Suspended",type=string,JSONPath=`.status.conditions[?(@.type=="Suspended")].status`,priority=1
+// +kubebuilder:printcolumn:name="Last Backup",type=date,JSONPath=`.status.backup.lastSuccessfulBackup.time`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`

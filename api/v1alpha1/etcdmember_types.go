@@ -71,6 +71,24 @@ type EtcdMemberSpec struct {
 	// TLS names the Secrets the member mounts; nil when TLS is disabled.
 	// +optional
 	TLS *MemberTLS `json:"tls,omitempty"`
+
+	// Restore, on the one member that bootstraps a restored cluster, is the
+	// snapshot its data directory is made from before etcd first starts.
+	// +optional
+	Restore *MemberRestore `json:"restore,omitempty"`
+}
+
+// MemberRestore is the snapshot a member's data directory is restored from.
+type MemberRestore struct {
+	// Destination holds the snapshot.
+	Destination BackupDestination `json:"destination"`
+	// Key of the snapshot in the destination.
+	Key string `json:"key"`
+	// SHA256 the snapshot must have; checked again before the restore.
+	SHA256 string `json:"sha256"`
+	// AgentImage is the operator's image, whose binary fetches the snapshot
+	// and runs etcdutl in the member's Pod.
+	AgentImage string `json:"agentImage"`
 }
 
 // EtcdMemberStatus is the observed state of one member.

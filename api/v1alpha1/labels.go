@@ -24,6 +24,17 @@ const (
 	// RotateCAAnnotation on an EtcdCluster asks for a new CA now: each new
 	// value starts one rotation.
 	RotateCAAnnotation = "etcd.raftsman.io/rotate-ca"
+	// BackupLabel names the EtcdBackup a backup Pod works for.
+	BackupLabel = "etcd.raftsman.io/backup"
+	// BackupKindLabel on an EtcdBackup the operator made says why:
+	// "scheduled" or "suspend". Retention only ever deletes scheduled ones.
+	BackupKindLabel = "etcd.raftsman.io/backup-kind"
+	// ScheduledAtAnnotation on a scheduled EtcdBackup is the time it was
+	// scheduled for (RFC 3339).
+	ScheduledAtAnnotation = "etcd.raftsman.io/scheduled-at"
+	// BackupFinalizer holds an EtcdBackup until its snapshot is deleted.
+	BackupFinalizer = "etcd.raftsman.io/backup-data"
+
 	// TrustRevisionAnnotation on a member Pod is the trust revision it
 	// started with.
 	TrustRevisionAnnotation = "etcd.raftsman.io/trust-revision"

@@ -2,8 +2,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -15,8 +23,10 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/controllers"
+	"github.com/raftsman/raftsman/controllers/backup"
 	"github.com/raftsman/raftsman/controllers/cluster"
 	"github.com/raftsman/raftsman/controllers/tls"
+	"github.com/raftsman/raftsman/pkg/agent"
 	"github.com/raftsman/raftsman/pkg/kube"
 )
 
@@ -37,11 +47,15 @@ func envOr(key, fallback string) string {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		// The same binary is the backup agent of backup and restore Pods.
+		os.Exit(agent.Main(os.Args[2:]))
+	}
 	var (
 		metricsAddr, probeAddr string
 		leaderElect            bool
 		metricsSecure          bool
-		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions()}
+		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions(), Backup: backup.DefaultOptions()}
 		shards                 = controllers.DefaultShardOptions()
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 turns it off.")
@@ -62,6 +76,9 @@ func main() {
 	flag.DurationVar(&opts.TLS.CALifetime, "ca-lifetime", opts.TLS.CALifetime, "Lifetime of the CA the operator makes for each etcd cluster.")
 	flag.DurationVar(&opts.TLS.UserSecretInterval, "user-secret-interval", opts.TLS.UserSecretInterval, "How often Secrets that users bring (certificates, root credentials) are read again.")
 	flag.IntVar(&opts.Cluster.Workers, "workers", opts.Cluster.Workers, "How many clusters, and how many members, are reconciled at once.")
+	flag.StringVar(&opts.Backup.AgentImage, "agent-image", "", "Image of backup and restore Pods: the operator's own image. Empty: the image this operator Pod runs (read from its Pod, named by POD_NAME and POD_NAMESPACE).")
+	flag.DurationVar(&opts.Backup.BackupDeadline, "backup-deadline", opts.Backup.BackupDeadline, "Longest run of one backup Pod.")
+	flag.DurationVar(&opts.Backup.StartingDeadline, "backup-starting-deadline", opts.Backup.StartingDeadline, "A scheduled backup that could not start within this long of its time is skipped.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -79,6 +96,14 @@ func main() {
 	}
 	cfg := ctrl.GetConfigOrDie()
 	kube.CountWrites(cfg)
+	if opts.Backup.AgentImage == "" {
+		image, err := ownImage(cfg, scheme)
+		if err != nil {
+			log.Error(err, "Cannot find the operator's image for backup Pods: set --agent-image")
+			os.Exit(1)
+		}
+		opts.Backup.AgentImage = image
+	}
 	// The replica's own manager serves metrics and probes and labels new
 	// clusters; each shard it holds gets a manager of its own.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -112,4 +137,28 @@ func main() {
 		log.Error(err, "The manager stopped")
 		os.Exit(1)
 	}
+}
+
+// ownImage is the image of this operator's container, read from its Pod.
+func ownImage(cfg *rest.Config, scheme *runtime.Scheme) (string, error) {
+	name, namespace := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	if name == "" || namespace == "" {
+		return "", errors.New("POD_NAME and POD_NAMESPACE are not set")
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return "", err
+	}
+	pod := &corev1.Pod{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return "", fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
+	}
+	for _, ct := range pod.Spec.Containers {
+		if ct.Name == "manager" {
+			return ct.Image, nil
+		}
+	}
+	return "", fmt.Errorf("pod %s/%s has no container named manager", namespace, name)
 }

@@ -47,6 +47,9 @@ type Options struct {
 	// Workers is how many clusters are reconciled at once, so that one
 	// cluster whose etcd does not answer does not hold up the others.
 	Workers int
+	// AgentImage is the operator's own image; a restored cluster's first
+	// member runs its binary to fetch and check the snapshot.
+	AgentImage string
 	// Observe, when set, is told when a reconcile of a cluster starts and
 	// (through the function it returns) ends; tests count with it that no
 	// two replicas work on one cluster at once.

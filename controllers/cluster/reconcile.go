@@ -55,6 +55,11 @@ type scope struct {
 	// waiting why it does not move on right now.
 	progress, progressMsg string
 	waiting, waitingMsg   string
+
+	// suspending: spec.suspend asks to stop the members; changes under way
+	// end but none starts. suspended: the backup controller said Suspended
+	// for this generation, so the members' Pods stop and nothing is done.
+	suspending, suspended bool
 }
 
 // Reconcile drives an EtcdCluster towards its spec.
@@ -92,16 +97,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		retErr = errors.Join(retErr, err)
 	}()
-	// 1. Services and PDB; 2. wait for the certificates of a new cluster,
-	// 3. bootstrap it; 4. learn etcd's view; 5. wait for the certificates of
-	// this generation; 6. finish removals; 7. replace lost members; 8. scale
-	// down; 9. scale up: create the EtcdMember, 10. add it as a learner,
-	// 11. promote it; 12. restart members that must load new CAs, one at a
-	// time; 13. come back for a health check.
-	return kube.Run(ctx, s,
-		r.ensureServices, r.ensurePDB, r.waitForTLS(true), r.bootstrap, r.observeEtcd,
-		r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.scaleDown, r.scaleUp,
-		r.addLearners, r.promoteLearners, r.restartForTrust, r.healthCheckLater)
+	return kube.Run(ctx, s, r.steps(s)...)
+}
+
+// steps are the steps of one pass:
+//
+//  1. Services and PDB; 2. member volumes follow spec.storage.size;
+//  3. wait for the certificates of a new cluster (and for the checked
+//     snapshot of a restored one), 4. bootstrap it; 5. learn etcd's view;
+//  6. wait for the certificates of this generation; 7. finish removals;
+//  8. replace lost members; 9. scale down; 10. scale up: create the
+//     EtcdMember, 11. add it as a learner, 12. promote it; 13. restart
+//     members that must load new CAs, one at a time; 14. come back for a
+//     health check.
+//
+// A suspended cluster runs 1-2 only: its Pods are stopped. While it is
+// being suspended, a change under way ends (7, 11, 12) and none starts.
+func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
+	switch {
+	case s.suspended:
+		return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage}
+	case s.suspending:
+		return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
+			r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
+	}
+	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
+		r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.scaleDown, r.scaleUp,
+		r.addLearners, r.promoteLearners, r.restartForTrust, r.healthCheckLater}
 }
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
@@ -110,6 +132,10 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}}
+	if c.Spec.Suspend {
+		s.suspended = kube.IsTrue(c.Status.Conditions, etcdv1.ConditionSuspended, c.Generation)
+		s.suspending = !s.suspended
+	}
 	for i := range list.Items {
 		m := &list.Items[i]
 		if !metav1.IsControlledBy(m, c) {
@@ -339,8 +365,14 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 		// runs before the cache shows the members just created makes the
 		// very same ones (their creation then finds them), never a second
 		// set that would bootstrap a second etcd cluster.
-		pairs := make([][2]string, 0, s.desired)
-		for i := range s.desired {
+		initialMembers := s.desired
+		if restoring(s.cluster) {
+			// A restored cluster starts from one member made from the
+			// snapshot; the others join it as learners.
+			initialMembers = 1
+		}
+		pairs := make([][2]string, 0, initialMembers)
+		for i := range initialMembers {
 			name := initialMemberName(s.cluster, i)
 			for n := 1; slices.ContainsFunc(pairs, func(p [2]string) bool { return p[0] == name }); n++ {
 				name = initialMemberName(s.cluster, i+n*100)
@@ -355,7 +387,12 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 		if s.hasMember(name) {
 			continue
 		}
-		if err := r.newMember(ctx, s, name, r.memberSpec(s, name, etcdv1.InitialClusterStateNew, initial)); err != nil {
+		spec := r.memberSpec(s, name, etcdv1.InitialClusterStateNew, initial)
+		if restoring(s.cluster) {
+			rs := s.cluster.Status.Restore
+			spec.Restore = &etcdv1.MemberRestore{Destination: rs.Destination, Key: rs.Key, SHA256: rs.SHA256, AgentImage: r.Options.AgentImage}
+		}
+		if err := r.newMember(ctx, s, name, spec); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

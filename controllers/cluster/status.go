@@ -19,6 +19,10 @@ func setStatus(s *scope) {
 	c := s.cluster
 	c.Status.ObservedGeneration = c.Generation
 	c.Status.Selector = labels.SelectorFromSet(resources.ClusterLabels(c.Name)).String()
+	if s.suspended {
+		setSuspendedStatus(s)
+		return
+	}
 	if s.formed {
 		setMembers(s)
 	} else {
@@ -31,6 +35,23 @@ func setStatus(s *scope) {
 	setAvailable(s)
 	setProgressing(s)
 	setDegraded(s)
+	for _, m := range s.members {
+		setRegistered(s, m)
+	}
+}
+
+// setSuspendedStatus keeps what etcd said last (member IDs, cluster ID):
+// the members come back with them.
+func setSuspendedStatus(s *scope) {
+	c := s.cluster
+	c.Status.ReadyReplicas = 0
+	for i := range c.Status.Members {
+		c.Status.Members[i].Healthy, c.Status.Members[i].Leader = false, false
+	}
+	msg := "The cluster is suspended: its members' Pods are stopped, their volumes kept. Set spec.suspend to false to start them again"
+	for _, t := range []string{etcdv1.ConditionAvailable, etcdv1.ConditionProgressing, etcdv1.ConditionDegraded} {
+		kube.Set(&c.Status.Conditions, c.Generation, t, false, etcdv1.ReasonSuspended, msg)
+	}
 	for _, m := range s.members {
 		setRegistered(s, m)
 	}
@@ -127,6 +148,8 @@ func setProgressing(s *scope) {
 		set(true, s.progress, s.progressMsg)
 	case !s.formed && c.Status.ClusterID == "":
 		set(true, etcdv1.ReasonBootstrapping, "Starting the initial members together")
+	case s.suspending:
+		set(false, etcdv1.ReasonSuspending, "No membership change runs: the cluster is being suspended (see the Suspended condition)")
 	case active < s.desired || len(s.members) != active:
 		set(true, etcdv1.ReasonScalingUp, fmt.Sprintf("%d of %d members", active, s.desired))
 	case active > s.desired:

@@ -38,6 +38,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller: it runs on every change of an
@@ -52,12 +53,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
-		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMembers), builder.WithPredicates(tlsReadyChanged{})).
+		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMembers), builder.WithPredicates(gateChanged{})).
 		Complete(r)
 }
 
 // clusterToMembers maps a cluster to its members, for the first Pods that
-// wait for TLSReady.
+// wait for TLSReady and for the Pods that stop or start with Suspended.
 func (r *Reconciler) clusterToMembers(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &etcdv1.EtcdMemberList{}
 	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{etcdv1.ClusterLabel: o.GetName()}); err != nil {
@@ -70,19 +71,24 @@ func (r *Reconciler) clusterToMembers(ctx context.Context, o client.Object) []re
 	return reqs
 }
 
-// tlsReadyChanged passes cluster updates that change TLSReady.
-type tlsReadyChanged struct{ predicate.Funcs }
+// gateChanged passes cluster updates that change a condition members wait
+// on: TLSReady (first Pods) or Suspended (every Pod).
+type gateChanged struct{ predicate.Funcs }
 
-func (tlsReadyChanged) Create(event.CreateEvent) bool   { return false }
-func (tlsReadyChanged) Delete(event.DeleteEvent) bool   { return false }
-func (tlsReadyChanged) Generic(event.GenericEvent) bool { return false }
+func (gateChanged) Create(event.CreateEvent) bool   { return false }
+func (gateChanged) Delete(event.DeleteEvent) bool   { return false }
+func (gateChanged) Generic(event.GenericEvent) bool { return false }
 
-func (tlsReadyChanged) Update(e event.UpdateEvent) bool {
+func (gateChanged) Update(e event.UpdateEvent) bool {
 	oldC, okOld := e.ObjectOld.(*etcdv1.EtcdCluster)
 	newC, okNew := e.ObjectNew.(*etcdv1.EtcdCluster)
 	if !okOld || !okNew {
 		return false
 	}
-	return kube.IsTrue(oldC.Status.Conditions, etcdv1.ConditionTLSReady, oldC.Generation) !=
-		kube.IsTrue(newC.Status.Conditions, etcdv1.ConditionTLSReady, newC.Generation)
+	for _, t := range []string{etcdv1.ConditionTLSReady, etcdv1.ConditionSuspended} {
+		if kube.IsTrue(oldC.Status.Conditions, t, oldC.Generation) != kube.IsTrue(newC.Status.Conditions, t, newC.Generation) {
+			return true
+		}
+	}
+	return oldC.Spec.Suspend != newC.Spec.Suspend
 }

@@ -37,6 +37,11 @@ type scope struct {
 	waitingForTLS bool
 	// restarting: the Pod was deleted to start again with new settings.
 	restarting bool
+	// suspended: the cluster's Suspended condition is True, so the member
+	// runs no Pod and keeps its volume.
+	suspended bool
+	// expandRefused says why the API server refused to grow the volume.
+	expandRefused string
 }
 
 // Reconcile keeps the member's PVC and Pod.
@@ -59,13 +64,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	// 1. observe the PVC and the Pod; 2. create the PVC; 3. restart a Pod
-	// that must load new trusted CAs; 4. create the Pod.
-	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.restartForTrust, r.ensurePod)
+	// 1. observe the cluster, the PVC and the Pod; 2. create the PVC;
+	// 3. grow it to the spec's size; 4. stop the Pod of a suspended cluster;
+	// 5. restart a Pod that must load new trusted CAs; 6. create the Pod.
+	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.restartForTrust, r.ensurePod)
 }
 
 func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.member
+	c := &etcdv1.EtcdCluster{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); {
+	case err == nil:
+		s.suspended = c.Spec.Suspend && kube.IsTrue(c.Status.Conditions, etcdv1.ConditionSuspended, c.Generation)
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", m.Spec.ClusterName, err)
+	}
 	pod := &corev1.Pod{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, pod); {
 	case err == nil:
@@ -120,7 +133,7 @@ func (r *Reconciler) ensurePVC(ctx context.Context, s *scope) (ctrl.Result, erro
 // at a time, so this never costs the quorum.
 func (r *Reconciler) restartForTrust(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m, p := s.member, s.pod
-	if p == nil || !p.DeletionTimestamp.IsZero() || resources.StartedWithTrust(m, p) {
+	if p == nil || !p.DeletionTimestamp.IsZero() || s.suspended || resources.StartedWithTrust(m, p) {
 		return ctrl.Result{}, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Restarting the Pod to load new trusted CAs", "pod", p.Name)
@@ -137,7 +150,7 @@ func (r *Reconciler) restartForTrust(ctx context.Context, s *scope) (ctrl.Result
 // terminating is waited for (its deletion wakes this controller up).
 func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.member
-	if !s.registered || s.dataLost || s.pod != nil || s.restarting {
+	if !s.registered || s.dataLost || s.pod != nil || s.restarting || s.suspended {
 		return ctrl.Result{}, nil
 	}
 	if m.Spec.TLS != nil && m.Status.PodName == "" {
@@ -165,6 +178,53 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 		m.Status.PVCName = resources.PVCName(m.Name)
 	}
 	objectsCreated.WithLabelValues("pod").Inc()
+	return ctrl.Result{}, nil
+}
+
+// stopWhenSuspended deletes the Pod of a member of a suspended cluster. The
+// EtcdMember and its PVC stay, so the member starts again with its data and
+// member ID. etcd has written every committed entry to its WAL, so the
+// Pods of every member may stop at once.
+func (r *Reconciler) stopWhenSuspended(ctx context.Context, s *scope) (ctrl.Result, error) {
+	p := s.pod
+	if !s.suspended || p == nil || !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Stopping the Pod of a suspended cluster", "pod", p.Name)
+	if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("delete pod %s: %w", p.Name, err)
+	}
+	r.Recorder.Eventf(s.member, p, corev1.EventTypeNormal, "PodStopped", "Suspend", "Pod %s stopped: the cluster is suspended; the volume %s keeps the data", p.Name, s.member.Status.PVCName)
+	return ctrl.Result{}, nil
+}
+
+// expandPVC grows the member's PVC to the size of its spec. The cluster
+// controller raises that size when spec.storage.size grows; the volume's
+// driver does the rest online. A refusal (the StorageClass does not allow
+// expansion) is recorded, not retried: the backup controller's StorageReady
+// condition tells the user, and a change of the member or PVC brings the
+// next try.
+func (r *Reconciler) expandPVC(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pvc, want := s.pvc, s.member.Spec.Storage.Size
+	if pvc == nil || want == nil || !pvc.DeletionTimestamp.IsZero() || pvc.ResourceVersion == "" {
+		return ctrl.Result{}, nil
+	}
+	have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if have.Cmp(*want) >= 0 {
+		return ctrl.Result{}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Expanding the PVC", "pvc", pvc.Name, "from", have.String(), "to", want.String())
+	patch := client.MergeFrom(pvc.DeepCopy())
+	pvc.Spec.Resources.Requests[corev1.ResourceStorage] = want.DeepCopy()
+	switch err := r.Patch(ctx, pvc, patch); {
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		s.expandRefused = err.Error()
+		ctrl.LoggerFrom(ctx).Info("The PVC cannot be expanded", "pvc", pvc.Name, "error", err.Error())
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("expand pvc %s: %w", pvc.Name, err)
+	}
+	r.Recorder.Eventf(s.member, pvc, corev1.EventTypeNormal, "VolumeExpanding", "Expand", "PVC %s asked to grow from %s to %s", pvc.Name, have.String(), want.String())
 	return ctrl.Result{}, nil
 }
 

@@ -21,6 +21,8 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonDataLost, "The member's data volume is gone; the cluster controller replaces the member with a new one")
 	case !m.DeletionTimestamp.IsZero():
 		set(false, etcdv1.ReasonPodNotReady, "The member is being removed from the cluster")
+	case s.suspended:
+		set(false, etcdv1.ReasonSuspended, "The cluster is suspended: the member's Pod is stopped and its volume kept")
 	case !s.registered:
 		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
 	case s.waitingForTLS:

@@ -66,7 +66,7 @@ func (f *ClientFactory) Get(_ context.Context, key string, endpoints []string, c
 		_ = c.cli.Close()
 		delete(f.clients, key)
 	}
-	tlsConfig, err := creds.tlsConfig()
+	tlsConfig, err := creds.TLSConfig()
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", key, err)
 	}
@@ -88,7 +88,7 @@ func (c Credentials) fingerprint() [32]byte {
 	return [32]byte(h.Sum(nil))
 }
 
-func (c Credentials) tlsConfig() (*tls.Config, error) {
+func (c Credentials) TLSConfig() (*tls.Config, error) {
 	if !c.TLS() {
 		return nil, nil
 	}

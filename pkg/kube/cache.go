@@ -2,6 +2,7 @@ package kube
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +26,10 @@ func CacheOptions(shard string) cache.Options {
 		opts.DefaultLabelSelector = labels.NewSelector().Add(*inShard)
 		secrets = secrets.Add(*inShard)
 	}
-	opts.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: secrets}}
+	opts.ByObject = map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: secrets},
+		// StorageClasses belong to no cluster: each shard caches them all.
+		&storagev1.StorageClass{}: {Label: labels.Everything()},
+	}
 	return opts
 }

@@ -176,6 +176,11 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 			Volumes: volumes(m),
 		},
 	}
+	if m.Spec.Restore != nil {
+		inits, vols := restoreInitContainers(m)
+		pod.Spec.InitContainers = inits
+		pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
+	}
 	return pod
 }
 

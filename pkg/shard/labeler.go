@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,6 +63,49 @@ func (l *Labeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, etcdv1.ShardLabel, want))
 	if err := l.Patch(ctx, meta, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("label %s with its shard: %w", req, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// BackupLabeler gives each EtcdBackup the cluster and shard labels of the
+// cluster it names, so that the replica holding that shard sees it. Users
+// create EtcdBackups without labels; like the Labeler, every replica runs
+// it and the hash decides.
+type BackupLabeler struct {
+	client.Client
+	Shards int
+}
+
+// SetupWithManager registers the labeler.
+func (l *BackupLabeler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("backup-labeler").
+		For(&etcdv1.EtcdBackup{}).
+		Complete(l)
+}
+
+// Reconcile labels one backup.
+func (l *BackupLabeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &etcdv1.EtcdBackup{}
+	if err := l.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	want := map[string]string{etcdv1.ClusterLabel: b.Spec.ClusterName, etcdv1.ShardLabel: Label(Of(b.Namespace, b.Spec.ClusterName, l.Shards))}
+	labels := map[string]string{}
+	for k, v := range want {
+		if _, ok := b.Labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	if len(labels) == 0 {
+		return ctrl.Result{}, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := l.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("label backup %s: %w", req, err)
 	}
 	return ctrl.Result{}, nil
 }

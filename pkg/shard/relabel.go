@@ -51,6 +51,7 @@ func Relabel(ctx context.Context, c client.Client, n int) (moved int, err error)
 // childKinds are the kinds of what the operator makes for a cluster.
 var childKinds = []schema.GroupVersionKind{
 	etcdv1.GroupVersion.WithKind("EtcdMemberList"),
+	etcdv1.GroupVersion.WithKind("EtcdBackupList"),
 	corev1.SchemeGroupVersion.WithKind("PodList"),
 	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"),
 	corev1.SchemeGroupVersion.WithKind("ServiceList"),

@@ -1,0 +1,213 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/agent"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+// runScope is what one reconcile of an EtcdBackup learns.
+type runScope struct {
+	backup *etcdv1.EtcdBackup
+	base   *etcdv1.EtcdBackup
+	now    time.Time
+
+	cluster *etcdv1.EtcdCluster
+	pod     *corev1.Pod
+	// result is the agent's result once its Pod ended.
+	result *agent.Result
+	// pending says why the snapshot has not started.
+	pending string
+	// clusterMissing: the EtcdBackup names no cluster.
+	clusterMissing bool
+}
+
+// Reconcile takes the snapshot of an EtcdBackup, once.
+func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &etcdv1.EtcdBackup{}
+	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, b)
+	}
+	if controllerutil.AddFinalizer(b, etcdv1.BackupFinalizer) {
+		if err := r.Update(ctx, b); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	s := &runScope{backup: b, base: b.DeepCopy(), now: now(r.Now)}
+	if finished(b) {
+		// A finished backup keeps its result; its Pod is not needed.
+		return ctrl.Result{}, r.deletePod(ctx, b, snapshotPodName(b))
+	}
+	res, err := kube.Run(ctx, s, r.observe, r.startSnapshot, r.collect)
+	setBackupConditions(s)
+	return res, errors.Join(err, kube.PatchStatus(ctx, r.Client, s.base, b))
+}
+
+func finished(b *etcdv1.EtcdBackup) bool {
+	return kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation) ||
+		kube.IsTrue(b.Status.Conditions, etcdv1.ConditionFailed, b.Generation)
+}
+
+func snapshotPodName(b *etcdv1.EtcdBackup) string { return b.Name + "-snapshot" }
+func deletePodName(b *etcdv1.EtcdBackup) string   { return b.Name + "-delete" }
+
+func (r *BackupReconciler) observe(ctx context.Context, s *runScope) (ctrl.Result, error) {
+	b := s.backup
+	pod := &corev1.Pod{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: snapshotPodName(b)}, pod); {
+	case err == nil:
+		s.pod = pod
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", snapshotPodName(b), err)
+	}
+	c := &etcdv1.EtcdCluster{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, c); {
+	case err == nil:
+		s.cluster = c
+	case apierrors.IsNotFound(err):
+		s.clusterMissing = s.pod == nil
+	default:
+		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", b.Spec.ClusterName, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// startSnapshot creates the agent Pod that snapshots a healthy member, a
+// follower when there is one (the leader has the most to do).
+func (r *BackupReconciler) startSnapshot(ctx context.Context, s *runScope) (ctrl.Result, error) {
+	b, c := s.backup, s.cluster
+	if s.pod != nil || s.clusterMissing {
+		return ctrl.Result{}, nil
+	}
+	if !kube.IsTrue(c.Status.Conditions, etcdv1.ConditionAvailable, c.Generation) {
+		s.pending = fmt.Sprintf("Waiting for cluster %s to be Available", c.Name)
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	member, ok := pickMember(c)
+	if !ok {
+		s.pending = fmt.Sprintf("No healthy voting member of %s to take the snapshot from", c.Name)
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	m := &etcdv1.EtcdMember{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: member}, m); err != nil {
+		return ctrl.Result{}, fmt.Errorf("get member %s: %w", member, err)
+	}
+	args := []string{"snapshot", "--endpoint=" + m.Spec.ClientURL, "--key=" + resources.BackupKey(b)}
+	task := resources.AgentTask{
+		Name: snapshotPodName(b), Namespace: b.Namespace, Labels: agentLabels(b),
+		Image: r.Options.AgentImage, Destination: b.Spec.Destination, Deadline: int64(r.Options.BackupDeadline.Seconds()),
+	}
+	if !c.Spec.TLS.Disabled && c.Status.TLS != nil {
+		task.ClientTLSSecret = c.Status.TLS.ClientSecretName
+		args = append(args, resources.AgentTLSArgs()...)
+	}
+	task.Args = args
+	pod := resources.AgentPod(task)
+	if err := controllerutil.SetControllerReference(b, pod, r.Scheme()); err != nil {
+		return ctrl.Result{}, fmt.Errorf("own pod: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Starting the snapshot", "member", member, "pod", pod.Name)
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	s.pod = pod
+	b.Status.StartTime = &metav1.Time{Time: s.now}
+	b.Status.Member = member
+	return ctrl.Result{}, nil
+}
+
+// pickMember is a healthy voter, a follower when there is one.
+func pickMember(c *etcdv1.EtcdCluster) (string, bool) {
+	ms := slices.Clone(c.Status.Members)
+	ms = slices.DeleteFunc(ms, func(m etcdv1.ClusterMemberStatus) bool { return !m.Healthy || m.Role != etcdv1.RoleVoter })
+	if len(ms) == 0 {
+		return "", false
+	}
+	slices.SortStableFunc(ms, func(a, b etcdv1.ClusterMemberStatus) int {
+		switch {
+		case a.Leader == b.Leader:
+			return 0
+		case a.Leader:
+			return 1
+		}
+		return -1
+	})
+	return ms[0].Name, true
+}
+
+func agentLabels(b *etcdv1.EtcdBackup) map[string]string {
+	l := map[string]string{etcdv1.NameLabel: "raftsman-agent", etcdv1.ManagedByLabel: "raftsman", etcdv1.BackupLabel: b.Name}
+	if shard, ok := b.Labels[etcdv1.ShardLabel]; ok {
+		l[etcdv1.ShardLabel] = shard
+	}
+	return l
+}
+
+// collect reads the agent's result once its Pod ended.
+func (r *BackupReconciler) collect(_ context.Context, s *runScope) (ctrl.Result, error) {
+	res, done := podResult(s.pod)
+	if !done {
+		return ctrl.Result{}, nil
+	}
+	s.result = &res
+	b := s.backup
+	b.Status.CompletionTime = &metav1.Time{Time: s.now}
+	if res.Error == "" {
+		b.Status.Key, b.Status.URI, b.Status.Size, b.Status.SHA256 = res.Key, res.URI, res.Size, res.SHA256
+		b.Status.Revision, b.Status.EtcdVersion = res.Revision, res.EtcdVersion
+	} else if res.Key != "" {
+		// What a failed run may have left is deleted with the EtcdBackup.
+		b.Status.Key, b.Status.URI = res.Key, res.URI
+	}
+	return ctrl.Result{}, nil
+}
+
+// podResult is the result of an agent Pod that ended.
+func podResult(p *corev1.Pod) (agent.Result, bool) {
+	if p == nil || (p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed) {
+		return agent.Result{}, false
+	}
+	var msg string
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			msg = t.Message
+		}
+	}
+	res, err := agent.ParseResult(msg)
+	if err != nil {
+		res = agent.Result{Error: fmt.Sprintf("the agent Pod ended (%s: %s) without a result", p.Status.Phase, p.Status.Message), Reason: agent.ReasonFailed}
+	}
+	if p.Status.Phase == corev1.PodFailed && res.Error == "" {
+		res.Error, res.Reason = fmt.Sprintf("the agent Pod failed: %s %s", p.Status.Reason, p.Status.Message), agent.ReasonFailed
+	}
+	return res, true
+}
+
+// deletePod deletes an agent Pod of b if the cache shows it.
+func (r *BackupReconciler) deletePod(ctx context.Context, b *etcdv1.EtcdBackup, name string) error {
+	p := &corev1.Pod{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, p); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if err := r.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete pod %s: %w", name, err)
+	}
+	return nil
+}
