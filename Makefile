@@ -11,7 +11,7 @@ IMG ?= raftsman:dev
 KUBE_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$KUBE_VERSION')
 KUBECTL := $(CURDIR)/_output/bin/kubernetes-$(KUBE_VERSION)/kubectl
 
-.PHONY: all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules bench-scale
+.PHONY: s3-server all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules bench-scale
 
 all: build
 
@@ -55,14 +55,17 @@ unit: ## unit tests: no cluster, no API server (envtest suites skip themselves)
 envtest: envtest-assets ## controller and validation suites against a real kube-apiserver
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -run TestEnv ./api/... ./controllers/...
 
-e2e: cluster-up images cert-manager-up dist ## end-to-end tests on the local cluster
+s3-server: ## build the S3 server (versitygw) the backup tests store snapshots in; cached under _output
+	bash hack/s3/versitygw.sh build >/dev/null
+
+e2e: cluster-up images cert-manager-up dist s3-server ## end-to-end tests on the local cluster
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
 
 rules: ## the PrometheusRule checked with Prometheus's own parser and query engine (a module of its own)
 	cd test/rules && go test -count=1 ./...
 
-test: verify-generated vet rules envtest-assets cluster-up images cert-manager-up ## everything: unit, envtest, rules, e2e
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./...
+test: verify-generated vet rules envtest-assets cluster-up images cert-manager-up s3-server ## everything: unit, envtest, rules, e2e
+	RAFTSMAN_VERSITYGW=$$(bash hack/s3/versitygw.sh build) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./...
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
 
 demo: cluster-up images dist ## local cluster, operator, a 3-member cluster Available

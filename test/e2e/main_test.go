@@ -37,11 +37,18 @@ func TestMain(m *testing.M) {
 		}
 		kubeconfig = filepath.Join(repoRoot, "_output/cluster/kubeconfig")
 	}
+	var err error
+	if s3srv, err = startS3(); err != nil {
+		fmt.Fprintln(os.Stderr, "S3 server:", err)
+		os.Exit(1)
+	}
 	testenv = env.NewWithConfig(envconf.NewWithKubeConfig(kubeconfig))
 	testenv.Setup(installOperator)
 	testenv.BeforeEachTest(createNamespace)
 	testenv.AfterEachTest(deleteNamespace)
-	os.Exit(testenv.Run(m))
+	code := testenv.Run(m)
+	s3srv.stop()
+	os.Exit(code)
 }
 
 // installOperator applies dist/install.yaml and waits for the operator,
