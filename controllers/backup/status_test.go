@@ -69,6 +69,8 @@ func TestSetSuspended(t *testing.T) {
 		existing []metav1.Condition
 		facts    suspendFacts
 		want     *wantCond
+		// bug, when set, skips a case that fails because of a known bug.
+		bug string
 	}{
 		{name: "not suspended, no condition yet", want: nil},
 		{
@@ -96,10 +98,20 @@ func TestSetSuspended(t *testing.T) {
 			facts:    suspendFacts{waiting: etcdv1.ReasonFinalBackupFailed, waitingMsg: "The final backup demo-suspend-7 failed (no bucket)"},
 			want:     &wantCond{status: metav1.ConditionFalse, reason: etcdv1.ReasonFinalBackupFailed, msg: []string{"no bucket"}},
 		},
+		{
+			// reconcileSuspend leaves the facts empty when creating the final
+			// backup fails; the condition must still be valid for the API.
+			name: "suspending, no facts", suspend: true,
+			want: &wantCond{status: metav1.ConditionFalse, reason: etcdv1.ReasonTakingFinalBackup},
+			bug:  "setSuspended writes Reason \"\" when finalBackup's Create fails (suspend.go), which the CRD's reason minLength rejects",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.bug != "" {
+				t.Skip("bug: " + tt.bug)
+			}
 			c := testCluster()
 			c.Spec.Suspend = tt.suspend
 			c.Status.Conditions = tt.existing
