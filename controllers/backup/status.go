@@ -32,6 +32,9 @@ func setSuspended(s *scope) {
 		}
 	case f.ready:
 		set(true, etcdv1.ReasonSuspended, "Every member's Pod is stopped or stopping; the EtcdMembers and volumes keep the data and member IDs. Set spec.suspend to false to start them again")
+	case f.waiting == "":
+		// A step failed before it could say why; the error is retried.
+		set(false, etcdv1.ReasonWaitingForMembershipChange, "The suspend has not gone through yet; see the operator's events and logs")
 	default:
 		set(false, f.waiting, f.waitingMsg)
 	}

@@ -102,8 +102,7 @@ func TestSetSuspended(t *testing.T) {
 			// reconcileSuspend leaves the facts empty when creating the final
 			// backup fails; the condition must still be valid for the API.
 			name: "suspending, no facts", suspend: true,
-			want: &wantCond{status: metav1.ConditionFalse, reason: etcdv1.ReasonTakingFinalBackup},
-			bug:  "setSuspended writes Reason \"\" when finalBackup's Create fails (suspend.go), which the CRD's reason minLength rejects",
+			want: &wantCond{status: metav1.ConditionFalse, reason: etcdv1.ReasonWaitingForMembershipChange},
 		},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -133,7 +134,9 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 	}
 	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}}
 	if c.Spec.Suspend {
-		s.suspended = kube.IsTrue(c.Status.Conditions, etcdv1.ConditionSuspended, c.Generation)
+		// Once True, Suspended stays True while spec.suspend does (the
+		// backup controller restamps it for later generations).
+		s.suspended = meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionSuspended)
 		s.suspending = !s.suspended
 	}
 	for i := range list.Items {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -75,7 +76,9 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	c := &etcdv1.EtcdCluster{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); {
 	case err == nil:
-		s.suspended = c.Spec.Suspend && kube.IsTrue(c.Status.Conditions, etcdv1.ConditionSuspended, c.Generation)
+		// Once True, Suspended stays True while spec.suspend does, even
+		// before the backup controller restamps it for a later generation.
+		s.suspended = c.Spec.Suspend && meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionSuspended)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", m.Spec.ClusterName, err)
 	}

@@ -187,6 +187,8 @@ func restore(ctx context.Context, args []string, res *Result) error {
 	if err := os.MkdirAll(*staging, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", *staging, err)
 	}
+	// The staged copy is as large as the snapshot: never leave it behind.
+	defer os.RemoveAll(*staging)
 	file := filepath.Join(*staging, "snapshot.db")
 	f, err := os.Create(file)
 	if err != nil {
@@ -213,5 +215,5 @@ func restore(ctx context.Context, args []string, res *Result) error {
 	if err := os.Rename(made, *dataDir); err != nil {
 		return fmt.Errorf("move the restored data to %s: %w", *dataDir, err)
 	}
-	return os.RemoveAll(*staging)
+	return nil
 }

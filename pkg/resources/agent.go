@@ -46,7 +46,10 @@ func BackupKey(b *etcdv1.EtcdBackup) string {
 func DestinationArgs(d etcdv1.BackupDestination) []string {
 	if s3 := d.S3; s3 != nil {
 		args := []string{"--s3-endpoint=" + s3.Endpoint, "--s3-bucket=" + s3.Bucket, "--s3-prefix=" + s3.Prefix,
-			"--s3-region=" + s3.Region, "--s3-path-style=" + strconv.FormatBool(s3.ForcePathStyle)}
+			"--s3-path-style=" + strconv.FormatBool(s3.ForcePathStyle)}
+		if s3.Region != "" {
+			args = append(args, "--s3-region="+s3.Region)
+		}
 		if s3.CASecretRef != nil {
 			args = append(args, "--s3-ca-file="+s3CAMount+"/ca.crt")
 		}

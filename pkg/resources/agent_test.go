@@ -81,7 +81,7 @@ func TestAgentPod(t *testing.T) {
 			wantArgs: []string{
 				"--endpoint=https://demo-abcde.demo-peer.ns.svc:2379", "--key=ns/demo/nightly.db",
 				"--s3-endpoint=https://minio.example:9000", "--s3-bucket=backups", "--s3-prefix=etcd/",
-				"--s3-region=eu-west-1", "--s3-path-style=true",
+				"--s3-path-style=true", "--s3-region=eu-west-1",
 				"--cert=/etc/raftsman/etcd-client-tls/tls.crt", "--key-file=/etc/raftsman/etcd-client-tls/tls.key",
 				"--cacert=/etc/raftsman/etcd-client-tls/ca.crt",
 			},
@@ -216,8 +216,8 @@ func TestDestinationArgs(t *testing.T) {
 		dest etcdv1.BackupDestination
 		want []string
 	}{
-		{name: "s3", dest: s3Dest, want: []string{"--s3-endpoint=https://minio.example:9000", "--s3-bucket=backups", "--s3-prefix=etcd/", "--s3-region=eu-west-1", "--s3-path-style=true"}},
-		{name: "s3 with CA", dest: s3DestCA, want: []string{"--s3-endpoint=https://minio.example:9000", "--s3-bucket=backups", "--s3-prefix=etcd/", "--s3-region=eu-west-1", "--s3-path-style=true", "--s3-ca-file=/etc/raftsman/s3-ca/ca.crt"}},
+		{name: "s3", dest: s3Dest, want: []string{"--s3-endpoint=https://minio.example:9000", "--s3-bucket=backups", "--s3-prefix=etcd/", "--s3-path-style=true", "--s3-region=eu-west-1"}},
+		{name: "s3 with CA", dest: s3DestCA, want: []string{"--s3-endpoint=https://minio.example:9000", "--s3-bucket=backups", "--s3-prefix=etcd/", "--s3-path-style=true", "--s3-region=eu-west-1", "--s3-ca-file=/etc/raftsman/s3-ca/ca.crt"}},
 		{name: "pvc", dest: pvcDest, want: []string{"--dir=/backup/etcd/prod"}},
 		{name: "pvc root", dest: etcdv1.BackupDestination{PVC: &etcdv1.PVCDestination{ClaimName: "c"}}, want: []string{"--dir=/backup"}},
 		{name: "none", want: nil},
