@@ -45,7 +45,11 @@ func (r *Reconciler) observeStorage(ctx context.Context, s *scope) (ctrl.Result,
 		}
 		f.total++
 		have := pvc.Status.Capacity[corev1.ResourceStorage]
-		if pvc.Status.Phase == corev1.ClaimBound && have.Cmp(f.want) >= 0 {
+		if pvc.Status.Phase != corev1.ClaimBound {
+			// Not provisioned yet: it will have the size it asks for.
+			have = pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		}
+		if have.Cmp(f.want) >= 0 {
 			f.grown++
 			continue
 		}
