@@ -49,6 +49,12 @@ const (
 	msgLifetime       = "spec.tls.certificateLifetime must be at least 1m"
 	msgDisabledSource = "spec.tls.disabled: true cannot be combined with certificate sources"
 	msgAuthNeedsMTLS  = "spec.auth.enabled needs TLS with client certificates"
+	msgSuspendMemory  = "spec.suspend cannot be set on a cluster with spec.storage.medium Memory"
+	msgBootstrap      = "spec.bootstrap cannot change"
+	msgOneDest        = "a backup destination is exactly one of s3 or pvc"
+	msgOneRestore     = "spec.bootstrap.restore names exactly one of backupName or source"
+	msgEndpoint       = "spec.s3.endpoint must be a URL"
+	msgPVCPath        = "spec.pvc.path is a relative folder"
 )
 
 // ownedFlags are the etcd flags the operator sets itself; the extraArgs rule
@@ -126,6 +132,13 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		return &metav1.Duration{Duration: d}
 	}
 
+	s3dest := etcdv1.BackupDestination{S3: &etcdv1.S3Destination{Endpoint: "https://s3.example.com", Bucket: "bkt", CredentialsSecretRef: corev1.LocalObjectReference{Name: "c"}}}
+	restoreFrom := func(name string) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{BackupName: name}}
+		}
+	}
+
 	type tc = validationCase[etcdv1.EtcdClusterSpec]
 	cases := []tc{
 		// spec.tls and spec.auth
@@ -164,6 +177,27 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		}, wantErr: []string{msgAuthNeedsMTLS}},
 
 		{name: "minimal spec", spec: nil},
+
+		// spec.suspend, spec.backup, spec.bootstrap
+		{name: "suspend", patch: `{"spec":{"suspend":true}}`},
+		{name: "suspend a memory cluster", spec: memory, patch: `{"spec":{"suspend":true}}`, wantErr: []string{msgSuspendMemory}},
+		{name: "backup to S3", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Backup = &etcdv1.ClusterBackupSpec{Schedule: "@hourly", Destination: s3dest} }},
+		{name: "backup to a PVC", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{"pvc":{"claimName":"b","path":"etcd/x"}}}}}`},
+		{name: "backup to two places", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{"pvc":{"claimName":"b"},"s3":{"endpoint":"http://s3","bucket":"bkt","credentialsSecretRef":{"name":"c"}}}}}}`, wantErr: []string{msgOneDest}},
+		{name: "backup to nowhere", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{}}}}`, wantErr: []string{msgOneDest}},
+		{name: "S3 endpoint without a scheme", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{"s3":{"endpoint":"s3.example.com","bucket":"bkt","credentialsSecretRef":{"name":"c"}}}}}}`, wantErr: []string{msgEndpoint}},
+		{name: "PVC path escaping its folder", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{"pvc":{"claimName":"b","path":"../etc"}}}}}`, wantErr: []string{msgPVCPath}},
+		{name: "restore from a backup", spec: restoreFrom("b1")},
+		{name: "restore from a key", spec: func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: &etcdv1.RestoreSource{BackupDestination: s3dest, Key: "ns/c/b.db"}}}
+		}},
+		{name: "restore from both", spec: func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{BackupName: "b1", Source: &etcdv1.RestoreSource{BackupDestination: s3dest, Key: "k"}}}
+		}, wantErr: []string{msgOneRestore}},
+		{name: "restore source changes", spec: restoreFrom("b1"), patch: `{"spec":{"bootstrap":{"restore":{"backupName":"b2"}}}}`, wantErr: []string{msgBootstrap}},
+		{name: "restore added later", patch: `{"spec":{"bootstrap":{"restore":{"backupName":"b2"}}}}`, wantErr: []string{msgBootstrap}},
+		{name: "restore removed later", spec: restoreFrom("b1"), patch: `{"spec":{"bootstrap":null}}`, wantErr: []string{msgBootstrap}},
+		{name: "restored cluster scales", spec: restoreFrom("b1"), patch: `{"spec":{"replicas":5}}`},
 
 		// spec.version
 		{name: "version 3.5", spec: version("3.5.0")},
