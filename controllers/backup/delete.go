@@ -24,8 +24,13 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, b *etcdv1.EtcdBa
 	if !controllerutil.ContainsFinalizer(b, etcdv1.BackupFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if b.Status.Key != "" {
-		done, err := r.deleteSnapshot(ctx, b)
+	key := b.Status.Key
+	if key == "" && b.Status.StartTime != nil {
+		// Deleted while its snapshot ran: the agent may still write it.
+		key = resources.BackupKey(b)
+	}
+	if key != "" {
+		done, err := r.deleteSnapshot(ctx, b, key)
 		if err != nil || !done {
 			return ctrl.Result{RequeueAfter: time.Minute}, err
 		}
@@ -39,14 +44,14 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, b *etcdv1.EtcdBa
 }
 
 // deleteSnapshot runs the agent's delete and says whether it is done.
-func (r *BackupReconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBackup) (bool, error) {
+func (r *BackupReconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBackup, key string) (bool, error) {
 	pod := &corev1.Pod{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: deletePodName(b)}, pod)
 	switch {
 	case apierrors.IsNotFound(err):
 		pod = resources.AgentPod(resources.AgentTask{
 			Name: deletePodName(b), Namespace: b.Namespace, Labels: agentLabels(b), Image: r.Options.AgentImage,
-			Args: []string{"delete", "--key=" + b.Status.Key}, Destination: b.Spec.Destination, Deadline: 600,
+			Args: []string{"delete", "--key=" + key}, Destination: b.Spec.Destination, Deadline: 600,
 		})
 		if err := controllerutil.SetControllerReference(b, pod, r.Scheme()); err != nil {
 			return false, fmt.Errorf("own pod: %w", err)
