@@ -125,7 +125,7 @@ type BackupRecord struct {
 	Time metav1.Time `json:"time"`
 	// URI of the snapshot.
 	URI string `json:"uri"`
-	// Revision of etcd in the snapshot.
+	// Revision of etcd in the snapshot (at least; the revision when it began).
 	Revision int64 `json:"revision"`
 }
 
@@ -187,7 +187,7 @@ type EtcdBackupStatus struct {
 	// SHA256 of the snapshot, in hex.
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
-	// Revision of etcd in the snapshot.
+	// Revision of etcd in the snapshot (at least; the revision when it began).
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
 	// Member that served the snapshot.

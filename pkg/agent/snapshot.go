@@ -72,13 +72,16 @@ func snapshot(ctx context.Context, args []string, res *Result) error {
 		return fmt.Errorf("status of %s: %w", *endpoint, err)
 	}
 	res.Member, res.EtcdVersion = etcd.FormatID(st.Header.MemberId), st.Version
+	// The snapshot starts after this answer, so it holds at least this
+	// revision; etcd may also say so in the snapshot stream's header.
+	res.Revision = st.Header.Revision
 
 	snap, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("start the snapshot on %s: %w", *endpoint, err)
 	}
 	defer snap.Snapshot.Close()
-	if snap.Header != nil {
+	if snap.Header != nil && snap.Header.Revision > res.Revision {
 		res.Revision = snap.Header.Revision
 	}
 	info, err := store.Put(ctx, full, snap.Snapshot)

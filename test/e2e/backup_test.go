@@ -131,6 +131,9 @@ func TestBackups(t *testing.T) {
 			}
 			backupComplete(ctx, t, k, b)
 			t.Logf("backup Complete %.1fs after create: %d bytes, revision %d, member %s, %s", time.Since(start).Seconds(), b.Status.Size, b.Status.Revision, b.Status.Member, b.Status.URI)
+			if b.Status.Revision < 500 || b.Status.SHA256 == "" || b.Status.Size == 0 {
+				t.Errorf("backup status lacks a revision of at least 500, a sha256 or a size: %+v", b.Status)
+			}
 			src := getCluster(ctx, t, k, key)
 			for _, m := range src.Status.Members {
 				if m.Name == b.Status.Member && m.Leader && len(src.Status.Members) > 1 {
