@@ -294,9 +294,9 @@ func (r *Runner) keepPresence(ctx context.Context) {
 }
 
 // liveReplicas counts the replicas whose presence Lease is fresh.
-func (r *Runner) liveReplicas(ctx context.Context) int {
+func (r *Runner) liveReplicas(ctx context.Context, fresh bool) int {
 	r.mu.Lock()
-	if time.Since(r.liveAt) < r.RetryPeriod {
+	if !fresh && time.Since(r.liveAt) < r.RetryPeriod {
 		n := r.live
 		r.mu.Unlock()
 		return n
@@ -329,9 +329,14 @@ func (r *Runner) shouldHandOver(ctx context.Context, i int) bool {
 		return false
 	}
 	held := r.Held()
-	live := r.liveReplicas(ctx)
-	share := (r.Shards + live - 1) / live
-	return len(held) > share && held[len(held)-1] == i
+	over := func(live int) bool {
+		share := (r.Shards + live - 1) / live
+		return len(held) > share && held[len(held)-1] == i
+	}
+	// A cached count may still include a replica that just left (and
+	// whose shards this one is taking over): check afresh before giving a
+	// shard away.
+	return over(r.liveReplicas(ctx, false)) && over(r.liveReplicas(ctx, true))
 }
 
 func (r *Runner) exit(code int) {
