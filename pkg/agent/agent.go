@@ -25,6 +25,10 @@ import (
 	"path"
 	"syscall"
 
+	// The agent runs in images without a CA bundle (the operator's, etcd's):
+	// these roots let it reach a public https S3 endpoint all the same.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/raftsman/raftsman/pkg/objstore"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
