@@ -79,6 +79,9 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: time.Second}, r.deleteCheckPod(ctx, c)
 	}
 	src.URI, src.SHA256, src.Size = res.URI, res.SHA256, res.Size
+	if pvc := src.Destination.PVC; pvc != nil {
+		src.URI = resources.PVCURI(pvc, src.Key)
+	}
 	c.Status.Restore = src
 	f.verified = true
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "SnapshotVerified", "Restore", "Snapshot %s has the recorded sha256 %s; the first member is made from it", res.URI, res.SHA256)

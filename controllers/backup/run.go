@@ -166,8 +166,11 @@ func (r *BackupReconciler) collect(_ context.Context, s *runScope) (ctrl.Result,
 	if !done {
 		return ctrl.Result{}, nil
 	}
-	s.result = &res
 	b := s.backup
+	if pvc := b.Spec.Destination.PVC; pvc != nil && res.Key != "" {
+		res.URI = resources.PVCURI(pvc, res.Key)
+	}
+	s.result = &res
 	b.Status.CompletionTime = &metav1.Time{Time: s.now}
 	if res.Error == "" {
 		b.Status.Key, b.Status.URI, b.Status.Size, b.Status.SHA256 = res.Key, res.URI, res.Size, res.SHA256

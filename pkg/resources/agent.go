@@ -42,6 +42,12 @@ func BackupKey(b *etcdv1.EtcdBackup) string {
 	return path.Join(b.Namespace, b.Spec.ClusterName, b.Name+".db")
 }
 
+// PVCURI names a snapshot on a PVC destination for people: the agent only
+// knows the folder its Pod mounted.
+func PVCURI(d *etcdv1.PVCDestination, key string) string {
+	return "pvc://" + d.ClaimName + "/" + path.Join(d.Path, key)
+}
+
 // DestinationArgs are the agent's flags naming a destination.
 func DestinationArgs(d etcdv1.BackupDestination) []string {
 	if s3 := d.S3; s3 != nil {

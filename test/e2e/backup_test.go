@@ -366,7 +366,42 @@ func TestBackups(t *testing.T) {
 			return ctx
 		}).Feature()
 
-	testenv.TestInParallel(t, restore, suspend, schedule, storage)
+	pvc := features.New("backup to a PVC").
+		Assess("a backup to a PVC restores into a new cluster", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			ns := namespaceOf(ctx)
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: ns}, Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
+			}}
+			if err := k.c.Create(ctx, claim); err != nil {
+				t.Fatal(err)
+			}
+			key, cli := runningCluster(ctx, t, k, "onpvc", 1)
+			want := putKeys(ctx, t, cli, "pvc/", 200)
+			b := &etcdv1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "to-pvc", Namespace: ns}, Spec: etcdv1.EtcdBackupSpec{
+				ClusterName: key.Name, Destination: etcdv1.BackupDestination{PVC: &etcdv1.PVCDestination{ClaimName: claim.Name, Path: "etcd"}},
+			}}
+			if err := k.c.Create(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			backupComplete(ctx, t, k, b)
+			t.Logf("backup to the PVC Complete: %d bytes at %s", b.Status.Size, b.Status.URI)
+			if want := "pvc://backups/etcd/" + ns + "/onpvc/to-pvc.db"; b.Status.URI != want {
+				t.Errorf("URI %s, want %s", b.Status.URI, want)
+			}
+			restored := newCluster(ns, "frompvc", 1)
+			restored.Spec.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{BackupName: b.Name}}
+			if err := k.c.Create(ctx, restored); err != nil {
+				t.Fatal(err)
+			}
+			rkey := client.ObjectKeyFromObject(restored)
+			waitConverged(ctx, t, k, rkey, 1, 3*time.Minute)
+			sameData(t, want, readAll(ctx, t, etcdClient(ctx, t, k, rkey), "pvc/"))
+			return ctx
+		}).Feature()
+
+	testenv.TestInParallel(t, restore, suspend, schedule, storage, pvc)
 }
 
 // startResizer stands in for a volume driver's resizer, which the local
