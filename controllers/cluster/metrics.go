@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,13 +55,48 @@ var (
 		"Members of an EtcdCluster that answered their last status request.", []string{"namespace", "name"}, nil)
 	clusterVotersDesc = prometheus.NewDesc("raftsman_etcdcluster_voters",
 		"Voting members of an EtcdCluster; a quorum is voters/2+1 of them.", []string{"namespace", "name"}, nil)
+	memberDBSizeDesc = prometheus.NewDesc("raftsman_etcdmember_db_size_bytes",
+		"Size of an etcd member's database (etcd's dbSize) at the operator's last health check; absent while the cluster does not answer.", []string{"namespace", "cluster", "member"}, nil)
 )
+
+// dbSizeTTL is how long a database size stays reported after the health
+// check that measured it.
+const dbSizeTTL = 5 * time.Minute
+
+// dbSizes holds each cluster's member database sizes from its last health
+// check, by "namespace/name". They live in memory only: sizes change all
+// the time, and writing them to the status would cost an API write per
+// cluster and health check.
+var dbSizes sync.Map
+
+type dbSizeRecord struct {
+	at    time.Time
+	sizes map[string]int64
+}
+
+// recordDBSizes keeps the sizes the members reported in this pass.
+func recordDBSizes(s *scope) {
+	sizes := map[string]int64{}
+	for _, m := range s.members {
+		if em, ok := s.inEtcd(m); ok {
+			if st, ok := s.health[em.ID]; ok {
+				sizes[m.Name] = st.DBSize
+			}
+		}
+	}
+	key := s.cluster.Namespace + "/" + s.cluster.Name
+	if len(sizes) == 0 {
+		dbSizes.Delete(key)
+		return
+	}
+	dbSizes.Store(key, dbSizeRecord{at: time.Now(), sizes: sizes})
+}
 
 // clusterCollector reports every EtcdCluster the cache holds.
 type clusterCollector struct{ reader client.Reader }
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc, clusterVotersDesc} {
+	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc, clusterVotersDesc, memberDBSizeDesc} {
 		ch <- d
 	}
 }
@@ -95,5 +131,14 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(clusterLearnersDesc, float64(learners))
 		gauge(clusterHealthyDesc, float64(healthy))
 		gauge(clusterVotersDesc, float64(voters))
+		// Only clusters in this replica's caches: a deleted cluster, or one
+		// whose shard moved away, has no series here.
+		if v, ok := dbSizes.Load(ec.Namespace + "/" + ec.Name); ok {
+			if rec := v.(dbSizeRecord); time.Since(rec.at) < dbSizeTTL {
+				for member, size := range rec.sizes {
+					ch <- prometheus.MustNewConstMetric(memberDBSizeDesc, prometheus.GaugeValue, float64(size), ec.Namespace, ec.Name, member)
+				}
+			}
+		}
 	}
 }

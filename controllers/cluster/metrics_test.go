@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,5 +62,30 @@ raftsman_etcdcluster_voters{name="demo",namespace="ns"} 2
 	}
 	if n := testutil.CollectAndCount(col); n != 0 {
 		t.Errorf("%d series left after the cluster was deleted", n)
+	}
+}
+
+func TestMemberDBSizeSeries(t *testing.T) {
+	t.Parallel()
+	fresh := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "sized", Namespace: "dbsize"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}}
+	stale := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: "dbsize"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}}
+	dbSizes.Store("dbsize/sized", dbSizeRecord{at: time.Now(), sizes: map[string]int64{"sized-a": 20480, "sized-b": 24576}})
+	dbSizes.Store("dbsize/stale", dbSizeRecord{at: time.Now().Add(-2 * dbSizeTTL), sizes: map[string]int64{"stale-a": 1}})
+	// A cluster this replica does not cache (deleted, or another shard's).
+	dbSizes.Store("dbsize/elsewhere", dbSizeRecord{at: time.Now(), sizes: map[string]int64{"elsewhere-a": 1}})
+	t.Cleanup(func() {
+		for _, k := range []string{"dbsize/sized", "dbsize/stale", "dbsize/elsewhere"} {
+			dbSizes.Delete(k)
+		}
+	})
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(fresh, stale).Build()
+	want := `
+# HELP raftsman_etcdmember_db_size_bytes Size of an etcd member's database (etcd's dbSize) at the operator's last health check; absent while the cluster does not answer.
+# TYPE raftsman_etcdmember_db_size_bytes gauge
+raftsman_etcdmember_db_size_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 20480
+raftsman_etcdmember_db_size_bytes{cluster="sized",member="sized-b",namespace="dbsize"} 24576
+`
+	if err := testutil.CollectAndCompare(clusterCollector{reader: c}, strings.NewReader(want), "raftsman_etcdmember_db_size_bytes"); err != nil {
+		t.Error(err)
 	}
 }

@@ -72,6 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Etcd.Forget(req.String())
+			dbSizes.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -463,6 +464,8 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		})
 	}
 	wg.Wait()
+
+	recordDBSizes(s)
 
 	// Record what etcd says of each EtcdMember: its ID and role. A member
 	// added before a crash is recognised here by its peer URL.

@@ -134,6 +134,12 @@ func TestBackups(t *testing.T) {
 			if b.Status.Revision < 500 || b.Status.SHA256 == "" || b.Status.Size == 0 {
 				t.Errorf("backup status lacks a revision of at least 500, a sha256 or a size: %+v", b.Status)
 			}
+			// The operator reports each member's database size from its health checks.
+			waitFor(ctx, t, 2*time.Minute, "the database size of each member on /metrics", func() (bool, error) {
+				out, err := k.operatorMetrics(ctx)
+				n := strings.Count(out, fmt.Sprintf(`raftsman_etcdmember_db_size_bytes{cluster="source",member="source-`))
+				return n == 3, fmt.Errorf("%d series (%v)", n, err)
+			})
 			src := getCluster(ctx, t, k, key)
 			for _, m := range src.Status.Members {
 				if m.Name == b.Status.Member && m.Leader && len(src.Status.Members) > 1 {
