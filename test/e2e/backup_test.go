@@ -268,9 +268,9 @@ func TestBackups(t *testing.T) {
 			}
 			key := client.ObjectKeyFromObject(c)
 			waitConverged(ctx, t, k, key, 1, 3*time.Minute)
-			// Four scheduled times pass: four backups were made, two expired.
+			// Three scheduled times pass: three backups were made, one expired.
 			seen := map[string]bool{}
-			waitFor(ctx, t, 6*time.Minute, "four scheduled backups", func() (bool, error) {
+			waitFor(ctx, t, 5*time.Minute, "three scheduled backups", func() (bool, error) {
 				list := &etcdv1.EtcdBackupList{}
 				if err := k.c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{etcdv1.ClusterLabel: key.Name, etcdv1.BackupKindLabel: "scheduled"}); err != nil {
 					return false, err
@@ -278,7 +278,7 @@ func TestBackups(t *testing.T) {
 				for _, b := range list.Items {
 					seen[b.Name] = true
 				}
-				return len(seen) >= 4, fmt.Errorf("%d seen", len(seen))
+				return len(seen) >= 3, fmt.Errorf("%d seen", len(seen))
 			})
 			var names []string
 			waitFor(ctx, t, time.Minute, "exactly two complete backups in the cluster and in S3", func() (bool, error) {
