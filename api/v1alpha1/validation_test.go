@@ -181,7 +181,9 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		// spec.suspend, spec.backup, spec.bootstrap
 		{name: "suspend", patch: `{"spec":{"suspend":true}}`},
 		{name: "suspend a memory cluster", spec: memory, patch: `{"spec":{"suspend":true}}`, wantErr: []string{msgSuspendMemory}},
-		{name: "backup to S3", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Backup = &etcdv1.ClusterBackupSpec{Schedule: "@hourly", Destination: s3dest} }},
+		{name: "backup to S3", spec: func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Backup = &etcdv1.ClusterBackupSpec{Schedule: "@hourly", Destination: s3dest}
+		}},
 		{name: "backup to a PVC", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{"pvc":{"claimName":"b","path":"etcd/x"}}}}}`},
 		{name: "backup to two places", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{"pvc":{"claimName":"b"},"s3":{"endpoint":"http://s3","bucket":"bkt","credentialsSecretRef":{"name":"c"}}}}}}`, wantErr: []string{msgOneDest}},
 		{name: "backup to nowhere", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{}}}}`, wantErr: []string{msgOneDest}},
