@@ -68,9 +68,10 @@ type failure struct {
 func (f failure) Error() string { return f.err.Error() }
 func (f failure) Unwrap() error { return f.err }
 
-// destination are the flags every storage-touching command shares.
+// destination are the flags every storage-touching command shares: where
+// the store is, and the key of the snapshot in it.
 type destination struct {
-	endpoint, bucket, prefix, region, caFile, dir string
+	endpoint, bucket, prefix, region, caFile, dir, key string
 	pathStyle                                     bool
 	partSize                                      int64
 }
@@ -84,10 +85,20 @@ func (d *destination) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.pathStyle, "s3-path-style", false, "path-style bucket addressing")
 	fs.Int64Var(&d.partSize, "s3-part-size", 16<<20, "size of each uploaded part: the most memory an upload holds")
 	fs.StringVar(&d.dir, "dir", "", "folder of a mounted volume instead of S3")
+	fs.StringVar(&d.key, "key", "", "key of the snapshot")
 }
 
-// open returns the store and the full key of key in it.
-func (d *destination) open(key string) (objstore.Store, string, error) {
+// open returns the store and the full key of the snapshot in it, and
+// names the snapshot in res.
+func (d *destination) open(res *Result) (objstore.Store, string, error) {
+	store, full, err := d.store(d.key)
+	if err == nil {
+		res.Key, res.URI = d.key, store.URI(full)
+	}
+	return store, full, err
+}
+
+func (d *destination) store(key string) (objstore.Store, string, error) {
 	switch {
 	case d.dir != "" && d.endpoint != "":
 		return nil, "", errors.New("give either --dir or --s3-endpoint, not both")
@@ -189,14 +200,12 @@ func remove(ctx context.Context, args []string, res *Result) error {
 	fs := flag.NewFlagSet("delete", flag.ContinueOnError)
 	var d destination
 	d.register(fs)
-	key := fs.String("key", "", "key of the snapshot")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	store, full, err := d.open(*key)
+	store, full, err := d.open(res)
 	if err != nil {
 		return err
 	}
-	res.Key, res.URI = *key, store.URI(full)
 	return store.Delete(ctx, full)
 }

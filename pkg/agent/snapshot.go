@@ -27,7 +27,6 @@ func snapshot(ctx context.Context, args []string, res *Result) error {
 	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
 	var d destination
 	d.register(fs)
-	key := fs.String("key", "", "key of the snapshot")
 	endpoint := fs.String("endpoint", "", "client URL of the member to snapshot")
 	cert := fs.String("cert", "", "client certificate file")
 	keyFile := fs.String("key-file", "", "client key file")
@@ -36,11 +35,10 @@ func snapshot(ctx context.Context, args []string, res *Result) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	store, full, err := d.open(*key)
+	store, full, err := d.open(res)
 	if err != nil {
 		return err
 	}
-	res.Key, res.URI = *key, store.URI(full)
 
 	cfg := clientv3.Config{Endpoints: []string{*endpoint}, DialTimeout: *timeout, Logger: zap.NewNop()}
 	if *ca != "" {
@@ -107,16 +105,14 @@ func verify(ctx context.Context, args []string, res *Result) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	var d destination
 	d.register(fs)
-	key := fs.String("key", "", "key of the snapshot")
 	want := fs.String("sha256", "", "expected sha256 (hex); the recorded one when empty")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	store, full, err := d.open(*key)
+	store, full, err := d.open(res)
 	if err != nil {
 		return err
 	}
-	res.Key, res.URI = *key, store.URI(full)
 	_, err = check(ctx, store, full, *want, io.Discard, res)
 	return err
 }
@@ -159,7 +155,6 @@ func restore(ctx context.Context, args []string, res *Result) error {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	var d destination
 	d.register(fs)
-	key := fs.String("key", "", "key of the snapshot")
 	want := fs.String("sha256", "", "expected sha256 (hex)")
 	dataDir := fs.String("data-dir", "", "etcd's data directory")
 	staging := fs.String("staging", "", "work folder on the data volume")
@@ -179,11 +174,10 @@ func restore(ctx context.Context, args []string, res *Result) error {
 		fmt.Println("The data directory exists: nothing to restore")
 		return nil
 	}
-	store, full, err := d.open(*key)
+	store, full, err := d.open(res)
 	if err != nil {
 		return err
 	}
-	res.Key, res.URI = *key, store.URI(full)
 	if err := os.RemoveAll(*staging); err != nil {
 		return fmt.Errorf("clear %s: %w", *staging, err)
 	}
