@@ -72,8 +72,8 @@ func (f failure) Unwrap() error { return f.err }
 // the store is, and the key of the snapshot in it.
 type destination struct {
 	endpoint, bucket, prefix, region, caFile, dir, key string
-	pathStyle                                     bool
-	partSize                                      int64
+	pathStyle                                          bool
+	partSize                                           int64
 }
 
 func (d *destination) register(fs *flag.FlagSet) {
