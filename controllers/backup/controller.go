@@ -87,12 +87,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r); err != nil {
 		return err
 	}
+	run := &BackupReconciler{Client: r.Client, Recorder: r.Recorder, Options: r.Options, Now: r.Now}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName + "-run").
+		Named(ControllerName+"-run").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		For(&etcdv1.EtcdBackup{}).
 		Owns(&corev1.Pod{}).
-		Complete(&BackupReconciler{Client: r.Client, Recorder: r.Recorder, Options: r.Options, Now: r.Now})
+		// A backup waiting for its cluster starts when the cluster changes.
+		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(run.pendingBackups)).
+		Complete(run)
+}
+
+// pendingBackups maps a cluster to its backups that have not finished.
+func (r *BackupReconciler) pendingBackups(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &etcdv1.EtcdBackupList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{etcdv1.ClusterLabel: o.GetName()}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if b := &list.Items[i]; !finished(b) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+		}
+	}
+	return reqs
 }
 
 // toCluster maps an object of a cluster to the cluster through its label.

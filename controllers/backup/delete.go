@@ -75,7 +75,7 @@ func (r *BackupReconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBac
 	if res.Error != "" {
 		r.Recorder.Eventf(b, pod, corev1.EventTypeWarning, "SnapshotDeleteFailed", "Delete", "Deleting %s failed, retrying in a minute: %s", b.Status.URI, res.Error)
 		// Try again with a new Pod.
-		return false, r.deletePod(ctx, b, pod.Name)
+		return false, deletePod(ctx, r.Client, b.Namespace, pod.Name)
 	}
 	r.Recorder.Eventf(b, pod, corev1.EventTypeNormal, "SnapshotDeleted", "Delete", "Deleted %s", b.Status.URI)
 	return true, nil

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -47,9 +46,9 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	f.wanted = true
-	if c.Status.Restore != nil && (c.Status.ClusterID != "" || len(s.members) > 0 || restoreReadyBefore(c)) {
+	if c.Status.Restore != nil && (c.Status.ClusterID != "" || len(s.members) > 0 || meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionRestoreReady)) {
 		f.verified = true
-		return ctrl.Result{}, r.deleteCheckPod(ctx, c)
+		return ctrl.Result{}, deletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
 	}
 	src, err := r.restoreSource(ctx, s)
 	if err != nil || src == nil {
@@ -76,7 +75,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 		if age := s.now.Sub(pod.CreationTimestamp.Time); age < recheckAfter {
 			return ctrl.Result{RequeueAfter: recheckAfter - age}, nil
 		}
-		return ctrl.Result{RequeueAfter: time.Second}, r.deleteCheckPod(ctx, c)
+		return ctrl.Result{RequeueAfter: time.Second}, deletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
 	}
 	src.URI, src.SHA256, src.Size = res.URI, res.SHA256, res.Size
 	if pvc := src.Destination.PVC; pvc != nil {
@@ -85,13 +84,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	c.Status.Restore = src
 	f.verified = true
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "SnapshotVerified", "Restore", "Snapshot %s has the recorded sha256 %s; the first member is made from it", res.URI, res.SHA256)
-	return ctrl.Result{}, r.deleteCheckPod(ctx, c)
-}
-
-// restoreReadyBefore: the snapshot was checked for an earlier generation.
-func restoreReadyBefore(c *etcdv1.EtcdCluster) bool {
-	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionRestoreReady)
-	return cond != nil && cond.Status == metav1.ConditionTrue
+	return ctrl.Result{}, deletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
 }
 
 // restoreSource resolves what the spec names into a destination, key and
@@ -119,16 +112,12 @@ func (r *Reconciler) restoreSource(ctx context.Context, s *scope) (*etcdv1.Resto
 
 func (r *Reconciler) startCheck(ctx context.Context, s *scope, src *etcdv1.RestoreStatus) error {
 	c := s.cluster
-	labels := map[string]string{etcdv1.NameLabel: "raftsman-agent", etcdv1.ManagedByLabel: "raftsman"}
-	if shard, ok := c.Labels[etcdv1.ShardLabel]; ok {
-		labels[etcdv1.ShardLabel] = shard
-	}
 	args := []string{"verify", "--key=" + src.Key}
 	if src.SHA256 != "" {
 		args = append(args, "--sha256="+src.SHA256)
 	}
 	pod := resources.AgentPod(resources.AgentTask{
-		Name: restoreCheckPodName(c), Namespace: c.Namespace, Labels: labels, Image: r.Options.AgentImage,
+		Name: restoreCheckPodName(c), Namespace: c.Namespace, Labels: agentLabels(c), Image: r.Options.AgentImage,
 		Args: args, Destination: src.Destination, Deadline: int64(r.Options.BackupDeadline.Seconds()),
 	})
 	if err := controllerutil.SetControllerReference(c, pod, r.Scheme()); err != nil {
@@ -139,18 +128,5 @@ func (r *Reconciler) startCheck(ctx context.Context, s *scope, src *etcdv1.Resto
 		return fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	s.restore.failReason, s.restore.failMsg = etcdv1.ReasonVerifyingSnapshot, fmt.Sprintf("Reading the snapshot %s to check its sha256", src.Key)
-	return nil
-}
-
-// deleteCheckPod deletes the check Pod if the cache shows one, so that a
-// quiet cluster costs no API write.
-func (r *Reconciler) deleteCheckPod(ctx context.Context, c *etcdv1.EtcdCluster) error {
-	p := &corev1.Pod{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: restoreCheckPodName(c)}, p); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if err := r.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete pod %s: %w", p.Name, err)
-	}
 	return nil
 }

@@ -53,7 +53,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	s := &runScope{backup: b, base: b.DeepCopy(), now: now(r.Now)}
 	if finished(b) {
 		// A finished backup keeps its result; its Pod is not needed.
-		return ctrl.Result{}, r.deletePod(ctx, b, snapshotPodName(b))
+		return ctrl.Result{}, deletePod(ctx, r.Client, b.Namespace, snapshotPodName(b))
 	}
 	res, err := kube.Run(ctx, s, r.observe, r.startSnapshot, r.collect)
 	setBackupConditions(s)
@@ -97,13 +97,14 @@ func (r *BackupReconciler) startSnapshot(ctx context.Context, s *runScope) (ctrl
 		return ctrl.Result{}, nil
 	}
 	if !kube.IsTrue(c.Status.Conditions, etcdv1.ConditionAvailable, c.Generation) {
+		// The cluster's changes wake this controller (pendingBackups).
 		s.pending = fmt.Sprintf("Waiting for cluster %s to be Available", c.Name)
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		return ctrl.Result{}, nil
 	}
 	member, ok := pickMember(c)
 	if !ok {
 		s.pending = fmt.Sprintf("No healthy voting member of %s to take the snapshot from", c.Name)
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		return ctrl.Result{}, nil
 	}
 	m := &etcdv1.EtcdMember{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: member}, m); err != nil {
@@ -152,10 +153,15 @@ func pickMember(c *etcdv1.EtcdCluster) (string, bool) {
 	return ms[0].Name, true
 }
 
-func agentLabels(b *etcdv1.EtcdBackup) map[string]string {
-	l := map[string]string{etcdv1.NameLabel: "raftsman-agent", etcdv1.ManagedByLabel: "raftsman", etcdv1.BackupLabel: b.Name}
-	if shard, ok := b.Labels[etcdv1.ShardLabel]; ok {
+// agentLabels are the labels of an agent Pod working for owner: the shard
+// of its owner keeps it in that shard's cache.
+func agentLabels(owner client.Object) map[string]string {
+	l := map[string]string{etcdv1.NameLabel: "raftsman-agent", etcdv1.ManagedByLabel: "raftsman"}
+	if shard, ok := owner.GetLabels()[etcdv1.ShardLabel]; ok {
 		l[etcdv1.ShardLabel] = shard
+	}
+	if _, ok := owner.(*etcdv1.EtcdBackup); ok {
+		l[etcdv1.BackupLabel] = owner.GetName()
 	}
 	return l
 }
@@ -203,13 +209,14 @@ func podResult(p *corev1.Pod) (agent.Result, bool) {
 	return res, true
 }
 
-// deletePod deletes an agent Pod of b if the cache shows it.
-func (r *BackupReconciler) deletePod(ctx context.Context, b *etcdv1.EtcdBackup, name string) error {
+// deletePod deletes an agent Pod if the cache shows it, so that a quiet
+// object costs no API write.
+func deletePod(ctx context.Context, c client.Client, namespace, name string) error {
 	p := &corev1.Pod{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, p); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if err := r.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+	if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete pod %s: %w", name, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,11 +78,9 @@ func (r *Reconciler) reconcileSchedule(ctx context.Context, s *scope) (ctrl.Resu
 	if next.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	wait := next.Sub(s.now)
-	if f.skipped != "" {
-		wait = min(wait, 30*time.Second)
-	}
-	return ctrl.Result{RequeueAfter: max(wait, time.Second)}, nil
+	// A backup skipped for now is taken when the cluster becomes Available
+	// or resumes: those changes of the cluster wake this controller.
+	return ctrl.Result{RequeueAfter: max(next.Sub(s.now), time.Second)}, nil
 }
 
 func (r *Reconciler) startScheduled(ctx context.Context, s *scope, at time.Time) error {
@@ -136,7 +135,7 @@ func (r *Reconciler) applyRetention(ctx context.Context, s *scope) error {
 		if err := r.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete expired backup %s: %w", name, err)
 		}
-		r.Recorder.Eventf(s.cluster, b, "Normal", "BackupExpired", "Retention", "Deleted backup %s and its snapshot %s (retention)", name, b.Status.URI)
+		r.Recorder.Eventf(s.cluster, b, corev1.EventTypeNormal, "BackupExpired", "Retention", "Deleted backup %s and its snapshot %s (retention)", name, b.Status.URI)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package backup
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -64,10 +63,7 @@ func (r *Reconciler) observeStorage(ctx context.Context, s *scope) (ctrl.Result,
 			f.notExpandable = class
 		}
 	}
-	if f.grown < f.total && f.notExpandable == "" {
-		// The PVCs' status changes wake this controller; this is a backstop.
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
-	}
+	// The PVCs' changes wake this controller: nothing to poll.
 	return ctrl.Result{}, nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -32,7 +34,7 @@ func (r *Reconciler) reconcileSuspend(ctx context.Context, s *scope) (ctrl.Resul
 	if !c.Spec.Suspend {
 		return ctrl.Result{}, nil
 	}
-	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionSuspended); cond != nil && cond.Status == "True" {
+	if meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionSuspended) {
 		// Once stopped, a cluster stays stopped whatever else changes in
 		// its spec, until spec.suspend is false.
 		f.ready = true
@@ -46,7 +48,7 @@ func (r *Reconciler) reconcileSuspend(ctx context.Context, s *scope) (ctrl.Resul
 	case progressing == nil || progressing.ObservedGeneration != c.Generation:
 		f.waiting, f.waitingMsg = etcdv1.ReasonWaitingForMembershipChange, "Waiting for the cluster controller to pause membership changes"
 		return ctrl.Result{}, nil
-	case progressing.Status == "True":
+	case progressing.Status == metav1.ConditionTrue:
 		f.waiting, f.waitingMsg = etcdv1.ReasonWaitingForMembershipChange, fmt.Sprintf("A membership change runs (%s: %s); the cluster is suspended once it ends", progressing.Reason, progressing.Message)
 		return ctrl.Result{}, nil
 	}
@@ -63,7 +65,7 @@ func (r *Reconciler) reconcileSuspend(ctx context.Context, s *scope) (ctrl.Resul
 		}
 	}
 	f.ready = true
-	r.Recorder.Eventf(c, nil, "Normal", "Suspended", "Suspend", "The members' Pods stop; their volumes and identities are kept")
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Suspended", "Suspend", "The members' Pods stop; their volumes and identities are kept")
 	return ctrl.Result{}, nil
 }
 
