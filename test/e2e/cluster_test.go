@@ -144,18 +144,7 @@ func (w *writer) stop() ([]string, int) {
 // checkKeys reads back every acknowledged key with a linearizable read.
 func checkKeys(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix string, acked []string) {
 	t.Helper()
-	var resp *clientv3.GetResponse
-	waitFor(ctx, t, 30*time.Second, "read back", func() (bool, error) {
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		var err error
-		resp, err = cli.Get(c, prefix, clientv3.WithPrefix())
-		return err == nil, err
-	})
-	have := map[string]string{}
-	for _, kv := range resp.Kvs {
-		have[string(kv.Key)] = string(kv.Value)
-	}
+	have := readAll(ctx, t, cli, prefix)
 	lost := 0
 	for _, key := range acked {
 		if have[key] != key {
