@@ -18,6 +18,7 @@ package v1alpha1
 //	| EtcdCluster | RestoreReady | controllers/backup  |
 //	| EtcdMember  | Registered   | controllers/cluster |
 //	| EtcdMember  | Ready        | controllers/member  |
+//	| EtcdMember  | VolumeRetained | controllers/member |
 //	| EtcdBackup  | Complete     | controllers/backup  |
 //	| EtcdBackup  | Failed       | controllers/backup  |
 const (
@@ -45,6 +46,11 @@ const (
 	// ConditionReady is True while the member's Pod is Ready (etcd's own
 	// readiness endpoint answers).
 	ConditionReady = "Ready"
+	// ConditionVolumeRetained is True once the member's PVC no longer
+	// belongs to the member (spec.deletionPolicy Retain), so deleting the
+	// member keeps it. The cluster controller releases the members of a
+	// deleted Retain cluster only then.
+	ConditionVolumeRetained = "VolumeRetained"
 
 	// ConditionSuspended is True once every member's Pod may stop: no
 	// membership change runs and the final backup (if any) is complete. The
@@ -85,8 +91,9 @@ var Owners = map[string]map[string]string{
 		ConditionRestoreReady: "backup",
 	},
 	"EtcdMember": {
-		ConditionRegistered: "cluster",
-		ConditionReady:      "member",
+		ConditionRegistered:     "cluster",
+		ConditionReady:          "member",
+		ConditionVolumeRetained: "member",
 	},
 	"EtcdBackup": {
 		ConditionComplete: "backup",

@@ -71,7 +71,28 @@ type EtcdClusterSpec struct {
 	// snapshot. It cannot change.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// DeletionPolicy says what happens to the members' volumes when the
+	// EtcdCluster is deleted: Delete (the default) deletes them with the
+	// members; Retain keeps every member's PVC, labelled
+	// etcd.raftsman.io/retained-from=<cluster>, for a person to restore from
+	// or delete. Scaling down always deletes the removed member's volume.
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// DeletionPolicy is what happens to the members' volumes when their cluster
+// is deleted.
+// +kubebuilder:validation:Enum=Delete;Retain
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete deletes the volumes with the cluster.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyRetain keeps the volumes when the cluster is deleted.
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+)
 
 // StorageMedium says where a member keeps its data.
 // +kubebuilder:validation:Enum="";Memory

@@ -76,6 +76,14 @@ type EtcdMemberSpec struct {
 	// snapshot its data directory is made from before etcd first starts.
 	// +optional
 	Restore *MemberRestore `json:"restore,omitempty"`
+
+	// DeletionPolicy Retain, set by the cluster controller when a cluster
+	// with spec.deletionPolicy Retain is deleted, makes the member
+	// controller release the member's PVC (no owner reference, labelled
+	// etcd.raftsman.io/retained-from) so that it outlives the member. It
+	// reports that with the VolumeRetained condition.
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // MemberRestore is the snapshot a member's data directory is restored from.

@@ -15,6 +15,13 @@ const (
 	InstanceLabel  = "app.kubernetes.io/instance"
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 
+	// RetainedFromLabel on a PVC kept after its cluster was deleted
+	// (spec.deletionPolicy Retain) names that cluster; RetainedMemberLabel
+	// names the member. Such a PVC carries none of the labels the operator
+	// selects on, so nothing of the operator touches it again.
+	RetainedFromLabel   = "etcd.raftsman.io/retained-from"
+	RetainedMemberLabel = "etcd.raftsman.io/retained-member"
+
 	// MemberFinalizer holds an EtcdMember until its etcd member has left the
 	// cluster with MemberRemove.
 	MemberFinalizer = "etcd.raftsman.io/membership"

@@ -100,6 +100,15 @@ type ClientTLS struct {
 	// +kubebuilder:default=true
 	// +optional
 	Mutual *bool `json:"mutual,omitempty"`
+
+	// TrustedCASecretRef names a Secret of yours whose ca.crt holds the CAs
+	// whose client certificates members accept, besides the operator's CA of
+	// this cluster. The CA of a cert-manager issuer or of the peer
+	// certificate is never trusted for clients unless it is named here:
+	// whoever can get a certificate from it could otherwise connect, and as
+	// root with common name root.
+	// +optional
+	TrustedCASecretRef *corev1.LocalObjectReference `json:"trustedCASecretRef,omitempty"`
 }
 
 // IsMutual says whether clients must present a certificate (the default).
