@@ -156,6 +156,7 @@ func AgentPod(t AgentTask) *corev1.Pod {
 				VolumeMounts:             mounts,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				SecurityContext:          restrictedContainer(),
+				Resources:                corev1.ResourceRequirements{Requests: DefaultAgentRequests.DeepCopy()},
 			}},
 			Volumes: vols,
 		},

@@ -89,6 +89,9 @@ func TestAgentPod(t *testing.T) {
 			check: func(t *testing.T, p *corev1.Pod) {
 				c := p.Spec.Containers[0]
 				checkS3Env(t, c.Env, "s3-creds")
+				if !equalResources(c.Resources.Requests, DefaultAgentRequests) || c.Resources.Limits != nil {
+					t.Errorf("agent resources = %+v, want the default requests and no limit", c.Resources)
+				}
 				v := volumeNamed(p.Spec.Volumes, etcdTLSVolume)
 				if v == nil || v.Secret == nil || v.Secret.SecretName != "demo-client-tls" {
 					t.Errorf("client TLS volume = %+v", v)

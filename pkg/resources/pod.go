@@ -3,6 +3,7 @@ package resources
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strconv"
 
@@ -32,6 +33,31 @@ const (
 
 // DefaultStorageSize is the size of a member volume when the spec has none.
 var DefaultStorageSize = resource.MustParse("1Gi")
+
+// DefaultEtcdRequests are the etcd container's requests for a resource the
+// spec names neither a request nor a limit for. Without them a member Pod
+// is BestEffort: the first to be evicted under memory pressure, and free
+// to be packed onto a node with no room for it. An idle member uses about
+// 25 MiB; these leave room for a small cluster's working set and are meant
+// to be raised with spec.resources for real load.
+var DefaultEtcdRequests = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("100m"),
+	corev1.ResourceMemory: resource.MustParse("128Mi"),
+}
+
+// DefaultAgentRequests are the requests of backup and restore agent Pods:
+// a snapshot streams through one upload part (16 MiB) of memory.
+var DefaultAgentRequests = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("50m"),
+	corev1.ResourceMemory: resource.MustParse("64Mi"),
+}
+
+// Spreading weights of a member Pod: nodes first, then zones, so that one
+// lost node or zone takes as few members as the scheduler can manage.
+const (
+	spreadNodeWeight = 100
+	spreadZoneWeight = 50
+)
 
 // EtcdArgs is etcd's command line for a member. Only the first Pod of an
 // initial member may bootstrap a new cluster: any later Pod of it joins the
@@ -66,6 +92,15 @@ func EtcdArgs(m *etcdv1.EtcdMember, firstPod bool) []string {
 		add("peer-key-file", peerTLSMount+"/tls.key")
 		add("peer-trusted-ca-file", peerTLSMount+"/ca.crt")
 		add("peer-client-cert-auth", "true")
+		// A peer must present a certificate for the cluster's own peer
+		// names, not just any from a CA the members trust: a CA shared by
+		// several clusters (one issuer for a platform) would otherwise let
+		// a member of another cluster in. The peer certificate covers
+		// *.<cluster>-peer.<ns>.svc[.<domain>], so every member's own name
+		// is one each legitimate peer's certificate covers.
+		if host := peerHost(m.Spec.PeerURL); host != "" {
+			add("peer-cert-allowed-hostname", host)
+		}
 		add("cert-file", serverTLSMount+"/tls.crt")
 		add("key-file", serverTLSMount+"/tls.key")
 		if t.ClientCertAuth {
@@ -135,7 +170,7 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 			// etcd needs no Kubernetes API access.
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
-			Affinity:                      t.Affinity,
+			Affinity:                      spreadAffinity(t.Affinity, ClusterLabels(m.Spec.ClusterName)),
 			Tolerations:                   t.Tolerations,
 			NodeSelector:                  t.NodeSelector,
 			TopologySpreadConstraints:     t.TopologySpreadConstraints,
@@ -158,7 +193,7 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 					{Name: "peer", ContainerPort: etcdv1.PeerPort, Protocol: corev1.ProtocolTCP},
 					{Name: "metrics", ContainerPort: etcdv1.MetricsPort, Protocol: corev1.ProtocolTCP},
 				},
-				Resources:    m.Spec.Resources,
+				Resources:    withDefaultRequests(m.Spec.Resources, DefaultEtcdRequests),
 				VolumeMounts: volumeMounts(m),
 				// A learner is never ready (etcd's readyz refuses learners), so
 				// clients of the client Service only reach voters.
@@ -182,6 +217,62 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
 	}
 	return pod
+}
+
+// peerHost is the host name of a member's peer URL.
+func peerHost(peerURL string) string {
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// withDefaultRequests fills in a request for each default resource the
+// user set neither a request nor a limit for. A limit alone is left alone:
+// Kubernetes then requests the limit.
+func withDefaultRequests(r corev1.ResourceRequirements, defaults corev1.ResourceList) corev1.ResourceRequirements {
+	out := *r.DeepCopy()
+	for name, q := range defaults {
+		if _, ok := out.Requests[name]; ok {
+			continue
+		}
+		if _, ok := out.Limits[name]; ok {
+			continue
+		}
+		if out.Requests == nil {
+			out.Requests = corev1.ResourceList{}
+		}
+		out.Requests[name] = q.DeepCopy()
+	}
+	return out
+}
+
+// spreadAffinity is the user's affinity with, unless the user wrote a
+// podAntiAffinity of their own (an empty one turns spreading off), a soft
+// preference to put the cluster's members on different nodes and then
+// different zones. Soft, so that a cluster still starts on one node (a
+// test cluster, a small platform); a node without a zone label simply does
+// not count for the zone term.
+func spreadAffinity(user *corev1.Affinity, cluster map[string]string) *corev1.Affinity {
+	a := &corev1.Affinity{}
+	if user != nil {
+		a = user.DeepCopy()
+	}
+	if a.PodAntiAffinity != nil {
+		return a
+	}
+	term := func(weight int32, key string) corev1.WeightedPodAffinityTerm {
+		return corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(cluster)},
+			TopologyKey:   key,
+		}}
+	}
+	a.PodAntiAffinity = &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+		term(spreadNodeWeight, corev1.LabelHostname),
+		term(spreadZoneWeight, corev1.LabelTopologyZone),
+	}}
+	return a
 }
 
 // podAnnotations are the user's, and the trust revision the Pod starts with.

@@ -127,7 +127,9 @@ func TestMemberPodTLS(t *testing.T) {
 				"--listen-metrics-urls=http://0.0.0.0:2381",
 				"--peer-cert-file=/etc/etcd/tls/peer/tls.crt", "--peer-key-file=/etc/etcd/tls/peer/tls.key",
 				"--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt", "--peer-client-cert-auth=true",
-				"--cert-file=/etc/etcd/tls/server/tls.crt", "--key-file=/etc/etcd/tls/server/tls.key"}
+				"--cert-file=/etc/etcd/tls/server/tls.crt", "--key-file=/etc/etcd/tls/server/tls.key",
+				// Only a certificate for this cluster's peer names is a peer.
+				"--peer-cert-allowed-hostname=demo-abcde.demo-peer.ns.svc.cluster.local"}
 			clientAuth := []string{"--trusted-ca-file=/etc/etcd/tls/server/ca.crt", "--client-cert-auth=true"}
 			if mutual {
 				want = append(want, clientAuth...)
@@ -164,7 +166,9 @@ func TestMemberPodTLS(t *testing.T) {
 		})
 	}
 	plainArgs := EtcdArgs(member(etcdv1.InitialClusterStateNew, etcdv1.EtcdOptions{}, etcdv1.StorageSpec{}), true)
-	if slices.ContainsFunc(plainArgs, func(a string) bool { return strings.Contains(a, "https") || strings.Contains(a, "cert-file") }) {
+	if slices.ContainsFunc(plainArgs, func(a string) bool {
+		return strings.Contains(a, "https") || strings.Contains(a, "cert-file") || strings.Contains(a, "allowed-hostname")
+	}) {
 		t.Errorf("a member without TLS got TLS flags: %v", plainArgs)
 	}
 }
@@ -209,5 +213,105 @@ func TestNames(t *testing.T) {
 	c.Spec.Image = "mirror/etcd:custom"
 	if got := Image(c, "quay.io/coreos/etcd"); !strings.HasPrefix(got, "mirror/") {
 		t.Errorf("image override ignored: %s", got)
+	}
+}
+
+func TestMemberPodRequests(t *testing.T) {
+	t.Parallel()
+	q := resource.MustParse
+	tests := []struct {
+		name         string
+		user         corev1.ResourceRequirements
+		wantRequests corev1.ResourceList
+		wantLimits   corev1.ResourceList
+	}{
+		{name: "nothing set gets both defaults", wantRequests: DefaultEtcdRequests},
+		{name: "user requests are kept, the missing one filled in",
+			user:         corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("2")}},
+			wantRequests: corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("128Mi")}},
+		{name: "a limit alone is not given a smaller request",
+			user:         corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}},
+			wantRequests: corev1.ResourceList{corev1.ResourceCPU: q("100m")},
+			wantLimits:   corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}},
+		{name: "both set by the user",
+			user:         corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("2Gi")}},
+			wantRequests: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("2Gi")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := member(etcdv1.InitialClusterStateNew, etcdv1.EtcdOptions{}, etcdv1.StorageSpec{})
+			m.Spec.Resources = tt.user
+			got := MemberPod(m, true).Spec.Containers[0].Resources
+			if !equalResources(got.Requests, tt.wantRequests) || !equalResources(got.Limits, tt.wantLimits) {
+				t.Errorf("resources = %v / %v, want requests %v limits %v", got.Requests, got.Limits, tt.wantRequests, tt.wantLimits)
+			}
+			if len(tt.user.Requests) == 0 && m.Spec.Resources.Requests != nil {
+				t.Errorf("the builder changed the member's spec: %v", m.Spec.Resources)
+			}
+		})
+	}
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestMemberPodSpreads(t *testing.T) {
+	t.Parallel()
+	nodeAffinity := &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}}},
+	}}
+	tests := []struct {
+		name       string
+		user       *corev1.Affinity
+		wantSpread bool
+	}{
+		{name: "no affinity spreads over nodes and zones", wantSpread: true},
+		{name: "the user's node affinity is kept next to the spreading", user: &corev1.Affinity{NodeAffinity: nodeAffinity}, wantSpread: true},
+		{name: "an empty podAntiAffinity turns spreading off", user: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := member(etcdv1.InitialClusterStateNew, etcdv1.EtcdOptions{}, etcdv1.StorageSpec{})
+			m.Spec.PodTemplate.Affinity = tt.user
+			a := MemberPod(m, true).Spec.Affinity
+			if tt.user != nil && tt.user.NodeAffinity != nil && a.NodeAffinity == nil {
+				t.Errorf("node affinity dropped: %+v", a)
+			}
+			terms := a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+			if !tt.wantSpread {
+				if len(terms) != 0 || a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+					t.Errorf("anti-affinity %+v, want the user's empty one", a.PodAntiAffinity)
+				}
+				return
+			}
+			keys := map[string]int32{}
+			for _, term := range terms {
+				keys[term.PodAffinityTerm.TopologyKey] = term.Weight
+				sel := term.PodAffinityTerm.LabelSelector.MatchLabels
+				if sel[etcdv1.ClusterLabel] != "demo" || sel[etcdv1.ShardLabel] != "" {
+					t.Errorf("term selects %v, want the cluster's labels without the shard", sel)
+				}
+			}
+			if keys[corev1.LabelHostname] <= keys[corev1.LabelTopologyZone] || keys[corev1.LabelTopologyZone] == 0 {
+				t.Errorf("weights %v, want nodes before zones, both soft", keys)
+			}
+			if a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+				t.Errorf("spreading is required, want a preference: %+v", a.PodAntiAffinity)
+			}
+			if tt.user != nil && tt.user.PodAntiAffinity != nil {
+				t.Errorf("the builder changed the member's spec")
+			}
+		})
 	}
 }
