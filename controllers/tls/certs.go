@@ -3,15 +3,10 @@ package tls
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"fmt"
 	"maps"
 	"net"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
-	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/pki"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
@@ -57,7 +51,7 @@ func renewBefore(c *etcdv1.EtcdCluster) time.Duration {
 // it the retired CA, still trusted until it expires.
 const (
 	// sourceCAKey, in the serving Secret, holds the CAs of the serving
-	// certificate alone; ca.crt adds the CAs of accepted clients.
+	// certificate; ca.crt there holds the CAs of accepted clients instead.
 	sourceCAKey     = "source-ca.crt"
 	nextCertKey     = "next.crt"
 	nextKeyKey      = "next.key"
@@ -154,46 +148,6 @@ func (r *Reconciler) newCA(s *scope) (*pki.KeyPair, error) {
 	return ca, nil
 }
 
-// setTrust computes the operator's CAs members trust: the signing one, the
-// incoming one during a rotation, and the retired one until it expires.
-func (s *scope) setTrust() error {
-	pems := [][]byte{s.ca.CertPEM}
-	if s.nextCA != nil {
-		pems = append(pems, s.nextCA.CertPEM)
-	}
-	if prev, err := pki.ParseCertsPEM(s.previousCA); err == nil && prev[0].NotAfter.After(s.now) {
-		pems = append(pems, s.previousCA)
-	}
-	trust, err := pki.Bundle(pems...)
-	if err != nil {
-		return fmt.Errorf("trust bundle: %w", err)
-	}
-	s.trust = trust
-	return nil
-}
-
-// membersTrust says whether every member runs with the trust revision rev:
-// Ready for a spec that names it. An error reading them counts as no.
-func (r *Reconciler) membersTrust(ctx context.Context, s *scope, rev string) bool {
-	c := s.cluster
-	if rev == "" {
-		return false
-	}
-	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
-		return false
-	}
-	for _, m := range list.Items {
-		if !metav1.IsControlledBy(&m, c) || !m.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if m.Spec.TLS == nil || m.Spec.TLS.TrustRevision != rev || !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation) {
-			return false
-		}
-	}
-	return true
-}
-
 // promoteCA ends a CA rotation once every member runs with the bundle that
 // trusts both CAs: the new CA signs from now on, and the certificates are
 // issued again from it on the next pass.
@@ -238,11 +192,16 @@ func (r *Reconciler) ensurePeer(ctx context.Context, s *scope) (ctrl.Result, err
 }
 
 // ensureServer writes the members' serving certificate, with the CAs whose
-// client certificates etcd accepts: the source's and the operator's own.
+// client certificates etcd accepts (ca.crt, see trust.go) and the CAs of the
+// serving certificate itself (source-ca.crt), which go to the client Secret.
 func (r *Reconciler) ensureServer(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	if c.Spec.TLS.Disabled || s.ca == nil {
 		return ctrl.Result{}, nil
+	}
+	trusted, ok, err := r.trustedClientCAs(ctx, s)
+	if err != nil || !ok {
+		return ctrl.Result{}, err
 	}
 	kp, ca, ok, err := r.obtain(ctx, s, "client", c.Spec.TLS.Client.Source(), pki.UsageServer,
 		resources.ServerHosts(c, r.Options.ClusterDomain), []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
@@ -250,16 +209,15 @@ func (r *Reconciler) ensureServer(ctx context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	s.serverCA = ca
-	trust, err := pki.Bundle(ca, s.trust)
+	clientTrust, err := pki.Bundle(s.trust, trusted)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("trust bundle: %w", err)
+		return ctrl.Result{}, fmt.Errorf("client trust bundle: %w", err)
 	}
-	// What members load at start: the CAs of peers and of clients.
-	if s.trustRev, err = trustRevision(s.peerCA, trust); err != nil {
+	if s.trustRev, err = pki.TrustRevision(s.peerCA, clientTrust); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.writeSecret(ctx, c, resources.ServerTLSSecretName(c.Name), corev1.SecretTypeTLS,
-		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: trust, sourceCAKey: ca}, nil)
+		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: clientTrust, sourceCAKey: ca}, nil)
 }
 
 // ensureClient writes the operator's client certificate (common name root),
@@ -315,7 +273,7 @@ func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etc
 		if err != nil || !ok {
 			return kp, ca, ok, err
 		}
-		return r.staged(ctx, s, mountedName(c, usage), kp, ca)
+		return r.staged(ctx, s, usage, kp, ca)
 	case src.CertManager != nil:
 		name := resources.CertManagerName(c.Name, field)
 		if ok, err := r.ensureCertificate(ctx, s, name, src.CertManager.IssuerRef, hosts, ips); err != nil || !ok {
@@ -333,7 +291,7 @@ func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etc
 		if err != nil || !ok {
 			return kp, ca, ok, err
 		}
-		return r.staged(ctx, s, mountedName(c, usage), kp, ca)
+		return r.staged(ctx, s, usage, kp, ca)
 	}
 	name := mountedName(c, usage)
 	have, err := r.ownSecret(ctx, c, name)
@@ -360,90 +318,6 @@ func mountedName(c *etcdv1.EtcdCluster, usage pki.Usage) string {
 		return resources.ServerTLSSecretName(c.Name)
 	}
 	return resources.PeerTLSSecretName(c.Name)
-}
-
-// staged decides what members get when a certificate from outside (a
-// Secret of the user, or cert-manager) changes. Members load the CAs they
-// trust only when they start, so a certificate of a CA they do not trust yet
-// must wait: first its CA joins the CAs in ca.crt next to the current
-// certificate, the members restart one at a time with both (the trust
-// revision changed), and only then the new certificate goes in. A CA stays
-// trusted until it expires.
-func (r *Reconciler) staged(ctx context.Context, s *scope, mounted string, kp *pki.KeyPair, ca []byte) (*pki.KeyPair, []byte, bool, error) {
-	have, err := r.ownSecret(ctx, s.cluster, mounted)
-	if err != nil || have == nil {
-		return kp, ca, err == nil, err
-	}
-	loaded := have.Data[pki.CAKey]
-	source := loaded
-	if sc, ok := have.Data[sourceCAKey]; ok {
-		source = sc
-	}
-	trust, err := pki.Bundle(unexpired(s.now, source, ca)...)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("trust bundle of %s: %w", mounted, err)
-	}
-	if bytes.Equal(have.Data[pki.CertKey], kp.CertPEM) || verifies(kp, loaded) && r.membersTrust(ctx, s, r.mountedTrust(ctx, s)) {
-		return kp, trust, true, nil
-	}
-	current, err := pki.ParseKeyPair(have.Data[pki.CertKey], have.Data[pki.KeyKey])
-	if err != nil {
-		return kp, trust, true, nil
-	}
-	s.pendingSource = fmt.Sprintf("the new certificate for %s waits until every member has restarted trusting its CA", mounted)
-	return current, trust, true, nil
-}
-
-// mountedTrust is the trust revision of the CAs in the Secrets members
-// mount now, read from them rather than from a status that may lag.
-func (r *Reconciler) mountedTrust(ctx context.Context, s *scope) string {
-	c := s.cluster
-	peer, err := r.ownSecret(ctx, c, resources.PeerTLSSecretName(c.Name))
-	if err != nil || peer == nil {
-		return ""
-	}
-	server, err := r.ownSecret(ctx, c, resources.ServerTLSSecretName(c.Name))
-	if err != nil || server == nil {
-		return ""
-	}
-	rev, err := trustRevision(peer.Data[pki.CAKey], server.Data[pki.CAKey])
-	if err != nil {
-		return ""
-	}
-	return rev
-}
-
-// verifies says whether a certificate chains to one of the CAs in caPEM.
-func verifies(kp *pki.KeyPair, caPEM []byte) bool {
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return false
-	}
-	inter := x509.NewCertPool()
-	if certs, err := pki.ParseCertsPEM(kp.CertPEM); err == nil {
-		for _, c := range certs[1:] {
-			inter.AddCert(c)
-		}
-	}
-	_, err := kp.Cert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
-	return err == nil
-}
-
-// unexpired keeps the certificates of the PEM inputs that are still valid.
-func unexpired(now time.Time, pems ...[]byte) [][]byte {
-	var out [][]byte
-	for _, p := range pems {
-		certs, err := pki.ParseCertsPEM(p)
-		if err != nil {
-			continue
-		}
-		for _, c := range certs {
-			if c.NotAfter.After(now) {
-				out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}))
-			}
-		}
-	}
-	return out
 }
 
 // checked validates a Secret that someone else wrote.
@@ -484,29 +358,6 @@ func (r *Reconciler) reuse(s *scope, have *corev1.Secret, req pki.Request) *pki.
 		return nil
 	}
 	return kp
-}
-
-// trustRevision names a set of CA certificates, whatever their order and
-// the files they are in.
-func trustRevision(pems ...[]byte) (string, error) {
-	var sums []string
-	for _, p := range pems {
-		if len(p) == 0 {
-			continue
-		}
-		certs, err := pki.ParseCertsPEM(p)
-		if err != nil {
-			return "", fmt.Errorf("trust revision: %w", err)
-		}
-		for _, c := range certs {
-			sum := sha256.Sum256(c.Raw)
-			sums = append(sums, hex.EncodeToString(sum[:]))
-		}
-	}
-	slices.Sort(sums)
-	sums = slices.Compact(sums)
-	sum := sha256.Sum256([]byte(strings.Join(sums, ",")))
-	return hex.EncodeToString(sum[:8]), nil
 }
 
 func sameStrings(a, b []string) bool {
