@@ -22,18 +22,39 @@ type Options struct {
 	Etcd etcd.Factory
 }
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// Moving clusters between shards relabels everything made for them.
-// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters;etcdmembers;etcdbackups,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// The metrics endpoint checks its clients' tokens and rights.
-// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
-// The operator's own account may read its metrics (tests scrape with it).
-// +kubebuilder:rbac:urls=/metrics,verbs=get
+// RBAC. The markers here and in each controller's controller.go generate
+// config/rbac/role.yaml, three roles by where their rules apply:
+//
+//   - ClusterRole raftsman-manager: the namespaced kinds the controllers
+//     need where clusters live. config/default binds it with a
+//     ClusterRoleBinding (every namespace); config/namespaced binds the same
+//     ClusterRole with a RoleBinding in each watched namespace, which grants
+//     its rules in that namespace only.
+//   - Role raftsman-own-namespace, in the operator's namespace: the shards'
+//     and replicas' Leases, and the operator's own Pod. Nothing else there.
+//   - ClusterRole raftsman-cluster-scope: the cluster-scoped requests left
+//     in both installs (StorageClasses, the metrics endpoint's reviews).
+//
+// Shards (pkg/shard.Runner): leader election gets, creates and updates
+// each shard's Lease; a replica's presence Lease is listed by the others
+// and deleted when the replica stops. No watch, no patch.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;create;update;delete,namespace=raftsman-system,roleName=raftsman-own-namespace
+// Without --agent-image, the operator reads its own Pod for its image.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=raftsman-system,roleName=raftsman-own-namespace
+// Moving clusters between shards (pkg/shard.Relabel) lists, past the cache,
+// everything made for a cluster and patches its shard label; the labelers
+// patch the labels of new clusters and backups they watch.
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=list;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;patch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters;etcdbackups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=list;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=list;patch
+// The metrics endpoint checks its clients' tokens and rights: cluster-scoped
+// reviews, so in the small ClusterRole of both installs. Who may read
+// /metrics is granted to the scraper's account (config/prometheus), not to
+// the operator's.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create,roleName=raftsman-cluster-scope
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create,roleName=raftsman-cluster-scope
 
 // Setup adds every controller to the manager.
 func Setup(mgr ctrl.Manager, opts Options) error {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -30,6 +31,10 @@ type ShardOptions struct {
 	Namespace, Identity string
 	// LeaseDuration, RenewDeadline and RetryPeriod of the Leases.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// WatchNamespaces are the only namespaces whose clusters this replica
+	// sees and touches (caches, relabelling, labelers); none means all.
+	// The root manager's cache must be limited to the same namespaces.
+	WatchNamespaces []string
 }
 
 // DefaultShardOptions are the defaults of the operator's flags.
@@ -41,7 +46,9 @@ func DefaultShardOptions() ShardOptions {
 // SetupShards adds to root, the replica's manager (metrics, probes), the
 // labeler of new clusters and the shard runner: for each shard whose Lease
 // the replica holds, a manager of its own runs every controller, with
-// caches that see only that shard's objects.
+// caches that see only that shard's objects in the watched namespaces. The
+// labelers read through root's cache, which the caller limits to the
+// watched namespaces (RootCacheOptions).
 func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
 	if opts.Etcd == nil {
 		opts.Etcd = etcd.NewClientFactory()
@@ -72,7 +79,7 @@ func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
 		StopTimeout: so.LeaseDuration - so.RenewDeadline,
 		Log:         log,
 		Prepare: func(ctx context.Context) error {
-			moved, err := shard.Relabel(ctx, direct, so.Shards)
+			moved, err := shard.Relabel(ctx, direct, so.Shards, so.WatchNamespaces)
 			if moved > 0 {
 				log.Info("Moved clusters to the shards of the current shard count", "clusters", moved, "shards", so.Shards)
 			}
@@ -81,7 +88,7 @@ func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
 		Run: func(ctx context.Context, i int) error {
 			mgr, err := ctrl.NewManager(root.GetConfig(), ctrl.Options{
 				Scheme:                 root.GetScheme(),
-				Cache:                  kube.CacheOptions(shard.Label(i)),
+				Cache:                  kube.CacheOptions(shard.Label(i), so.WatchNamespaces...),
 				Metrics:                metricsserver.Options{BindAddress: "0"},
 				HealthProbeBindAddress: "0",
 				// Every shard's manager registers the same controllers.
@@ -98,6 +105,13 @@ func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
 		},
 	}
 	return root.Add(runner)
+}
+
+// RootCacheOptions are the options of the cache of a replica's own manager
+// (root of SetupShards): the labelers' EtcdClusters and EtcdBackups, in the
+// watched namespaces only.
+func RootCacheOptions(so ShardOptions) cache.Options {
+	return kube.CacheOptions("", so.WatchNamespaces...)
 }
 
 // joinMetrics lets the metric collectors read the manager's cache while its

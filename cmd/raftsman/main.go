@@ -63,6 +63,10 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness endpoints.")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Run each shard where its Lease is held, so that replicas share the shards; false runs every shard here (one replica only).")
 	flag.IntVar(&shards.Shards, "shards", shards.Shards, "Number of shards the clusters are split into; every replica must use the same. Changing it moves clusters between shards at the next start (use the Recreate strategy).")
+	flag.Func("watch-namespaces", "Comma-separated namespaces whose EtcdClusters and EtcdBackups this operator manages; it reads and writes nothing in other namespaces (its RBAC can then be Roles in these namespaces). Empty: every namespace.", func(v string) error {
+		shards.WatchNamespaces = kube.ParseNamespaces(v)
+		return nil
+	})
 	flag.StringVar(&shards.Namespace, "lease-namespace", envOr("POD_NAMESPACE", shards.Namespace), "Namespace of the shards' Leases.")
 	flag.DurationVar(&shards.LeaseDuration, "lease-duration", shards.LeaseDuration, "How long a shard's Lease lasts without renewal; another replica takes the shard over after it.")
 	flag.DurationVar(&shards.RenewDeadline, "renew-deadline", shards.RenewDeadline, "How long a holder keeps trying to renew a shard's Lease before it stops the shard.")
@@ -105,11 +109,16 @@ func main() {
 		opts.Backup.AgentImage = image
 	}
 	// The replica's own manager serves metrics and probes and labels new
-	// clusters; each shard it holds gets a manager of its own.
+	// clusters; each shard it holds gets a manager of its own. Both kinds
+	// of cache see only the watched namespaces.
+	if len(shards.WatchNamespaces) > 0 {
+		log.Info("Watching only some namespaces", "namespaces", shards.WatchNamespaces)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsOptions(metricsAddr, metricsSecure),
 		HealthProbeBindAddress: probeAddr,
+		Cache:                  controllers.RootCacheOptions(shards),
 	})
 	if err != nil {
 		log.Error(err, "Cannot create the manager")

@@ -58,16 +58,25 @@ type BackupReconciler struct {
 	Now      func() time.Time
 }
 
+// RBAC in raftsman-manager (namespaced kinds where clusters live): the
+// cluster's conditions this controller owns by a status patch; EtcdBackups
+// created by schedules and suspend, their finalizer added (update) and
+// removed (patch), expired ones deleted; agent Pods created and deleted
+// (finalizers: they are owned by their backup, blockOwnerDeletion); PVCs
+// read for the storage condition.
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// StorageClasses are cluster-scoped (is volume expansion allowed?): they
+// are in the small ClusterRole raftsman-cluster-scope, bound cluster-wide
+// in both installs.
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch,roleName=raftsman-cluster-scope
 
 // SetupWithManager registers both reconcilers. The cluster side runs on
 // changes of the cluster, of its EtcdBackups, of its member volumes and of

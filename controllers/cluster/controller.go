@@ -77,15 +77,22 @@ type Reconciler struct {
 	Options  Options
 }
 
+// RBAC, all in raftsman-manager (namespaced kinds where clusters live): the
+// cluster's finalizer added (update) and removed (patch); its conditions
+// and the members' Registered by status patches; members created, patched
+// (intent, finalizer), updated (restart for trust) and deleted; the
+// finalizers subresources because members, Services and the PDB are owned
+// with blockOwnerDeletion; Services and the PDB created and kept (update);
+// Pods only read.
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller. It runs on every change of the

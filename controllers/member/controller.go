@@ -34,11 +34,15 @@ type Reconciler struct {
 	Workers int
 }
 
+// RBAC, all in raftsman-manager (namespaced kinds where clusters live):
+// members and their cluster through the cache; the Ready condition by a
+// status patch; Pods created, and deleted to restart or stop them; PVCs
+// created, and patched to grow them (the owner reference deletes them).
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=patch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller: it runs on every change of an

@@ -67,11 +67,16 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
+// RBAC, all in raftsman-manager (namespaced kinds where clusters live): the
+// TLSReady and AuthReady conditions by a status patch; Secrets read (the
+// operator's through the cache, users' past it), created and their data
+// updated; cert-manager Certificates read past the cache, created and their
+// spec updated. Nothing here deletes: owner references do.
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller. It runs when a cluster's spec

@@ -21,12 +21,31 @@ import (
 // first: a cluster moves to its new shard only once all its objects are
 // there, so its new holder never sees the cluster without its members.
 //
+// namespaces are the namespaces the operator watches; none means all. Each
+// is listed on its own, so that an operator limited to some namespaces
+// needs no right to list clusters anywhere else.
+//
 // It is safe only while no replica runs shards with another number of
 // shards; the Deployment's Recreate strategy makes sure of that.
-func Relabel(ctx context.Context, c client.Client, n int) (moved int, err error) {
+func Relabel(ctx context.Context, c client.Client, n int, namespaces []string) (moved int, err error) {
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		m, err := relabelIn(ctx, c, n, ns)
+		moved += m
+		if err != nil {
+			return moved, err
+		}
+	}
+	return moved, nil
+}
+
+// relabelIn relabels the clusters of one namespace, or of all for "".
+func relabelIn(ctx context.Context, c client.Client, n int, namespace string) (moved int, err error) {
 	clusters := &metav1.PartialObjectMetadataList{}
 	clusters.SetGroupVersionKind(etcdv1.GroupVersion.WithKind("EtcdClusterList"))
-	if err := c.List(ctx, clusters); err != nil {
+	if err := c.List(ctx, clusters, client.InNamespace(namespace)); err != nil {
 		return 0, fmt.Errorf("list clusters: %w", err)
 	}
 	for i := range clusters.Items {

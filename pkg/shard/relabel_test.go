@@ -65,7 +65,7 @@ func TestRelabelMovesClustersWithTheirObjects(t *testing.T) {
 		},
 	}).Build()
 
-	moved, err := Relabel(context.Background(), c, to)
+	moved, err := Relabel(context.Background(), c, to, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,70 @@ func TestRelabelMovesClustersWithTheirObjects(t *testing.T) {
 		t.Errorf("Relabel labelled a new cluster; the labeler does that")
 	}
 	// Running it again changes nothing.
-	if moved, err := Relabel(context.Background(), c, to); err != nil || moved != 0 {
+	if moved, err := Relabel(context.Background(), c, to, nil); err != nil || moved != 0 {
 		t.Errorf("second pass moved %d (%v), want 0", moved, err)
+	}
+}
+
+// TestRelabelOnlyInWatchedNamespaces: an operator limited to some
+// namespaces lists only there (it has no right to list elsewhere) and moves
+// no cluster of another namespace.
+func TestRelabelOnlyInWatchedNamespaces(t *testing.T) {
+	t.Parallel()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	const from, to = 2, 5
+	name := ""
+	for i := range 20 {
+		n := fmt.Sprintf("c%d", i)
+		moves := func(ns string) bool { return Label(Of(ns, n, to)) != Label(Of(ns, n, from)) }
+		if moves("a") && moves("b") && moves("c") {
+			name = n
+			break
+		}
+	}
+	if name == "" {
+		t.Fatal("no name moves in every namespace between 2 and 5 shards; pick other names")
+	}
+	var objs []client.Object
+	for _, ns := range []string{"a", "b", "c"} {
+		l := map[string]string{etcdv1.ClusterLabel: name, etcdv1.ShardLabel: Label(Of(ns, name, from))}
+		objs = append(objs, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}})
+	}
+	var listed []string
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lo := (&client.ListOptions{}).ApplyOptions(opts)
+			listed = append(listed, lo.Namespace)
+			return cl.List(ctx, list, opts...)
+		},
+	}).Build()
+	moved, err := Relabel(context.Background(), c, to, []string{"a", "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved != 2 {
+		t.Errorf("moved %d clusters, want 2 (those of a and c)", moved)
+	}
+	if slices.Contains(listed, "") || slices.Contains(listed, "b") {
+		t.Errorf("listed in namespaces %q; want only a and c", listed)
+	}
+	for _, ns := range []string{"a", "b"} {
+		cl := &etcdv1.EtcdCluster{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cl); err != nil {
+			t.Fatal(err)
+		}
+		want := Label(Of(ns, name, to))
+		if ns == "b" {
+			want = Label(Of(ns, name, from))
+		}
+		if got := cl.Labels[etcdv1.ShardLabel]; got != want {
+			t.Errorf("cluster in %s: shard %q, want %q", ns, got, want)
+		}
 	}
 }
