@@ -259,4 +259,13 @@ const (
 	ReasonWaitingForRegistration = "WaitingForRegistration"
 	// ReasonDataLost: the member's volume is gone; the member must be replaced.
 	ReasonDataLost = "DataLost"
+
+	// ReasonVolumeReleased: the member's PVC no longer belongs to it and
+	// outlives it (VolumeRetained True).
+	ReasonVolumeReleased = "VolumeReleased"
+	// ReasonNoVolume: the member has no PVC to keep (Memory, or never
+	// created); VolumeRetained True.
+	ReasonNoVolume = "NoVolume"
+	// ReasonReleasingVolume: the PVC is being released (VolumeRetained False).
+	ReasonReleasingVolume = "ReleasingVolume"
 )

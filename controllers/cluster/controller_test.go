@@ -37,6 +37,7 @@ func TestEnvClusterController(t *testing.T) {
 		"RemovingTheLeaderMovesLeadership": testRemoveLeader,
 		"ScaleSubresource":                 testScaleSubresource,
 		"DeleteReleasesMembers":            testDelete,
+		"DeleteRetainKeepsVolumes":         testDeleteRetain,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -10,11 +13,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
+
+// retainPoll bounds the wait for members to release their volumes; each
+// member's status change wakes the controller before that.
+const retainPoll = 10 * time.Second
 
 // reconcileDelete lets a deleted cluster go as a whole: its members are
 // released without MemberRemove (there is no cluster left to keep a quorum
 // of), and the garbage collector deletes them with their Pods and PVCs.
+// With spec.deletionPolicy Retain, each member first releases its PVC (the
+// member controller's VolumeRetained condition) so that the PVC stays.
 func (r *Reconciler) reconcileDelete(ctx context.Context, c *etcdv1.EtcdCluster) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(c, etcdv1.ClusterFinalizer) {
 		return ctrl.Result{}, nil
@@ -22,6 +32,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *etcdv1.EtcdCluster)
 	list := &etcdv1.EtcdMemberList{}
 	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list members: %w", err)
+	}
+	if c.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain {
+		waiting, err := r.retainVolumes(ctx, c, list.Items)
+		if err != nil || waiting > 0 {
+			return ctrl.Result{RequeueAfter: retainPoll}, err
+		}
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
@@ -42,4 +58,34 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *etcdv1.EtcdCluster)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// retainVolumes asks every member of a deleted Retain cluster to release its
+// PVC (spec.deletionPolicy Retain on the member, which the member controller
+// acts on) and counts the members that have not reported it done for their
+// current generation.
+func (r *Reconciler) retainVolumes(ctx context.Context, c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember) (int, error) {
+	waiting := 0
+	for i := range members {
+		m := &members[i]
+		if !metav1.IsControlledBy(m, c) {
+			continue
+		}
+		if m.Spec.DeletionPolicy != etcdv1.DeletionPolicyRetain {
+			patch := client.MergeFrom(m.DeepCopy())
+			m.Spec.DeletionPolicy = etcdv1.DeletionPolicyRetain
+			if err := r.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
+				return 0, fmt.Errorf("ask member %s to keep its volume: %w", m.Name, err)
+			}
+			waiting++
+			continue
+		}
+		if !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained, m.Generation) {
+			waiting++
+		}
+	}
+	if waiting == 0 {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "VolumesRetained", "Delete", "The members' PVCs are kept, labelled %s=%s", etcdv1.RetainedFromLabel, c.Name)
+	}
+	return waiting, nil
 }

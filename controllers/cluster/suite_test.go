@@ -71,3 +71,10 @@ func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
 	testenv.Eventually(t, timeout, what, check)
 }
+
+// consistently fails t as soon as check fails within a short quiet period
+// (see testenv.Consistently).
+func consistently(t *testing.T, what string, check func() error) {
+	t.Helper()
+	testenv.Consistently(t, 2*time.Second, what, check)
+}

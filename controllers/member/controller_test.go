@@ -31,6 +31,8 @@ func TestEnvMemberController(t *testing.T) {
 		"LostPodIsRecreatedToJoin":            testPodRecreated,
 		"LostPVCIsDataLost":                   testPVCLost,
 		"MemoryMedium":                        testMemoryMedium,
+		"RetainReleasesThePVC":                testRetainVolume,
+		"RetainMemoryHasNoVolume":             testRetainMemory,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

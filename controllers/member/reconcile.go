@@ -43,7 +43,18 @@ type scope struct {
 	suspended bool
 	// expandRefused says why the API server refused to grow the volume.
 	expandRefused string
+	// volume is what became of the PVC of a member whose cluster keeps
+	// its volumes (spec.deletionPolicy Retain).
+	volume retainedVolume
 }
+
+type retainedVolume int
+
+const (
+	volumeUnknown retainedVolume = iota
+	volumeNone
+	volumeReleased
+)
 
 // Reconcile keeps the member's PVC and Pod.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -54,6 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	s := &scope{member: m, base: m.DeepCopy(), registered: kube.IsTrue(m.Status.Conditions, etcdv1.ConditionRegistered, m.Generation)}
 	defer func() {
 		setReadyCondition(s)
+		setVolumeRetainedCondition(s)
 		err := kube.PatchStatus(ctx, r.Client, s.base, m)
 		if apierrors.IsConflict(err) && retErr == nil {
 			// The cluster controller wrote the member's status meanwhile.
@@ -62,6 +74,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		retErr = errors.Join(retErr, err)
 	}()
+	if m.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain {
+		// The cluster is being deleted and keeps its volumes: release the
+		// PVC and start nothing more, deleted or not.
+		return kube.Run(ctx, s, r.observe, r.retainVolume)
+	}
 	if !m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}

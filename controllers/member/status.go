@@ -50,3 +50,24 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// setVolumeRetainedCondition reports, once the member's cluster is deleted
+// with spec.deletionPolicy Retain, whether its PVC outlives it. The cluster
+// controller releases the member only when it is True.
+func setVolumeRetainedCondition(s *scope) {
+	m := s.member
+	if m.Spec.DeletionPolicy != etcdv1.DeletionPolicyRetain {
+		return
+	}
+	set := func(ok bool, reason, msg string) {
+		kube.Set(&m.Status.Conditions, m.Generation, etcdv1.ConditionVolumeRetained, ok, reason, msg)
+	}
+	switch s.volume {
+	case volumeReleased:
+		set(true, etcdv1.ReasonVolumeReleased, fmt.Sprintf("PVC %s is kept after the member goes, labelled %s=%s", resources.PVCName(m.Name), etcdv1.RetainedFromLabel, m.Spec.ClusterName))
+	case volumeNone:
+		set(true, etcdv1.ReasonNoVolume, "The member has no PVC to keep")
+	default:
+		set(false, etcdv1.ReasonReleasingVolume, fmt.Sprintf("Releasing PVC %s from the member so that it outlives the cluster", resources.PVCName(m.Name)))
+	}
+}
