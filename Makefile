@@ -30,11 +30,12 @@ manifests: $(CONTROLLER_GEN) ## CRDs and RBAC
 $(KUBECTL):
 	bash hack/cluster/build.sh kubernetes
 
-dist: manifests $(KUBECTL) ## one file that installs everything
+dist: manifests $(KUBECTL) ## one file per install: every namespace (install.yaml), some namespaces (install-namespaced.yaml)
 	mkdir -p dist
 	$(KUBECTL) kustomize config/default > dist/install.yaml
+	$(KUBECTL) kustomize config/namespaced > dist/install-namespaced.yaml
 
-verify-generated: generate manifests dist ## fails when generated files are not committed
+verify-generated: generate manifests dist ## fails when generated files (both installs in dist/ included) are not committed
 	@if [ -n "$$(git status --porcelain -- api config dist)" ]; then \
 		git status --short -- api config dist; git diff -- api config dist | head -40; \
 		echo "generated files differ: run 'make generate manifests dist' and commit"; exit 1; fi
