@@ -35,6 +35,7 @@ func TestEnvTLSController(t *testing.T) {
 	t.Run("CARotation", func(t *testing.T) { t.Parallel(); testCARotation(t, e(t)) })
 	t.Run("UserCAChange", func(t *testing.T) { t.Parallel(); testUserCAChange(t, e(t)) })
 	t.Run("LostCA", func(t *testing.T) { t.Parallel(); testLostCA(t, e(t)) })
+	t.Run("TrustedClientCAs", func(t *testing.T) { t.Parallel(); testTrustedClientCAs(t, e(t)) })
 }
 
 type env struct {
@@ -271,11 +272,11 @@ func testUserSecret(t *testing.T, e *env) {
 	if string(server.Data[pki.CertKey]) != string(good.CertPEM) {
 		t.Errorf("the serving certificate is not the user's")
 	}
-	// The members trust the user's CA and the operator's, whose client
-	// certificate the operator presents.
+	// The members trust client certificates of the operator's CA alone, not
+	// of the CA that signs their serving certificate.
 	trust, err := pki.ParseCertsPEM(server.Data[pki.CAKey])
-	if err != nil || len(trust) != 2 {
-		t.Fatalf("server ca.crt holds %d certificates (%v), want the user's CA and the operator's", len(trust), err)
+	if err != nil || len(trust) != 1 || !trust[0].Equal(mustLeaf(t, e, cl.Status.TLS.CASecretName)) {
+		t.Fatalf("server ca.crt holds %d certificates (%v), want the operator's CA alone", len(trust), err)
 	}
 	clientSecret, err := e.secret(cl.Status.TLS.ClientSecretName)
 	if err != nil {
@@ -498,12 +499,14 @@ func (e *env) restart(m *etcdv1.EtcdMember, rev string) {
 	}
 }
 
-// testUserCAChange: a user's serving certificate from a new CA reaches the
+// testUserCAChange: a user's peer certificate from a new CA reaches the
 // members only after they restarted trusting that CA; until then they keep
-// the current certificate and ca.crt holds both CAs.
+// the current certificate and the peer ca.crt holds both CAs. A serving
+// certificate from a new CA needs no restart: members do not check it, and
+// it goes in once the client Secret carries its CA.
 func testUserCAChange(t *testing.T, e *env) {
-	issue := func(ca *pki.KeyPair) *pki.KeyPair {
-		kp, err := pki.Issue(ca, pki.Request{CommonName: "etcd", Usage: pki.UsageServer, Lifetime: time.Hour,
+	issue := func(ca *pki.KeyPair, usage pki.Usage) *pki.KeyPair {
+		kp, err := pki.Issue(ca, pki.Request{CommonName: "etcd", Usage: usage, Lifetime: time.Hour,
 			DNSNames: []string{"*." + clusterName + "-peer." + e.ns + ".svc", "*." + clusterName + "-peer." + e.ns + ".svc.cluster.local", clusterName + "." + e.ns + ".svc"}}, time.Now())
 		if err != nil {
 			t.Fatal(err)
@@ -518,16 +521,51 @@ func testUserCAChange(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldLeaf, newLeaf := issue(oldCA), issue(newCA)
+	oldLeaf, newLeaf := issue(oldCA, pki.UsagePeer), issue(newCA, pki.UsagePeer)
+	oldServing, newServing := issue(oldCA, pki.UsageServer), issue(newCA, pki.UsageServer)
 	user := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: e.ns},
 		Data: map[string][]byte{pki.CertKey: oldLeaf.CertPEM, pki.KeyKey: oldLeaf.KeyPEM, pki.CAKey: oldCA.CertPEM}}
-	if err := e.c.Create(t.Context(), user); err != nil {
-		t.Fatal(err)
+	serving := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mine-serving", Namespace: e.ns},
+		Data: map[string][]byte{pki.CertKey: oldServing.CertPEM, pki.KeyKey: oldServing.KeyPEM, pki.CAKey: oldCA.CertPEM}}
+	for _, s := range []*corev1.Secret{user, serving} {
+		if err := e.c.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
 	}
-	e.create(func(sp *etcdv1.EtcdClusterSpec) { sp.TLS.Client.SecretRef = &corev1.LocalObjectReference{Name: "mine"} })
+	e.create(func(sp *etcdv1.EtcdClusterSpec) {
+		sp.TLS.Peer = &etcdv1.TLSSource{SecretRef: &corev1.LocalObjectReference{Name: "mine"}}
+		sp.TLS.Client.SecretRef = &corev1.LocalObjectReference{Name: "mine-serving"}
+	})
 	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
 	oldRev := cl.Status.TLS.TrustRevision
 	m, setReady := e.member(cl, oldRev)
+
+	serving.Data = map[string][]byte{pki.CertKey: newServing.CertPEM, pki.KeyKey: newServing.KeyPEM, pki.CAKey: newCA.CertPEM}
+	if err := e.c.Update(t.Context(), serving); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new serving certificate in place without a restart", func() error {
+		st := e.cluster().Status.TLS
+		server, err := e.secret(st.ServerSecretName)
+		if err != nil {
+			return err
+		}
+		clientSecret, err := e.secret(st.ClientSecretName)
+		if err != nil {
+			return err
+		}
+		cas, err := pki.ParseCertsPEM(clientSecret.Data[pki.CAKey])
+		if err != nil {
+			return err
+		}
+		if string(server.Data[pki.CertKey]) != string(newServing.CertPEM) || len(cas) != 2 {
+			return fmt.Errorf("new serving certificate in place: %v; %d CAs in the client Secret, want old and new", string(server.Data[pki.CertKey]) == string(newServing.CertPEM), len(cas))
+		}
+		if st.TrustRevision != oldRev {
+			return fmt.Errorf("trust revision %s, want still %s: members do not load their serving CA", st.TrustRevision, oldRev)
+		}
+		return nil
+	})
 
 	user.Data = map[string][]byte{pki.CertKey: newLeaf.CertPEM, pki.KeyKey: newLeaf.KeyPEM, pki.CAKey: newCA.CertPEM}
 	if err := e.c.Update(t.Context(), user); err != nil {
@@ -535,6 +573,85 @@ func testUserCAChange(t *testing.T, e *env) {
 	}
 	var newRev string
 	eventually(t, "both CAs trusted, the old certificate kept", func() error {
+		st := e.cluster().Status.TLS
+		peer, err := e.secret(st.PeerSecretName)
+		if err != nil {
+			return err
+		}
+		cas, err := pki.ParseCertsPEM(peer.Data[pki.CAKey])
+		if err != nil {
+			return err
+		}
+		if st.TrustRevision == oldRev || st.CARotation == "" || string(peer.Data[pki.CertKey]) != string(oldLeaf.CertPEM) || len(cas) != 2 {
+			return fmt.Errorf("status.tls %+v, %d CAs in the peer ca.crt (want old and new)", st, len(cas))
+		}
+		newRev = st.TrustRevision
+		return nil
+	})
+	e.restart(m, newRev)
+	setReady()
+	eventually(t, "the new certificate in place", func() error {
+		st := e.cluster().Status.TLS
+		peer, err := e.secret(st.PeerSecretName)
+		if err != nil {
+			return err
+		}
+		if string(peer.Data[pki.CertKey]) != string(newLeaf.CertPEM) || st.CARotation != "" {
+			return fmt.Errorf("status.tls %+v; new certificate in place: %v", st, string(peer.Data[pki.CertKey]) == string(newLeaf.CertPEM))
+		}
+		if st.TrustRevision != newRev {
+			return fmt.Errorf("trust revision %s, want still %s: the old CA stays trusted until it expires", st.TrustRevision, newRev)
+		}
+		return nil
+	})
+}
+
+// testTrustedClientCAs: spec.tls.client.trustedCASecretRef is checked like
+// the user's other Secrets (absent, then malformed: TLSReady False naming
+// it) and, once good, its CAs join the operator's in what members trust for
+// clients, under a new trust revision.
+func testTrustedClientCAs(t *testing.T, e *env) {
+	e.create(nil)
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
+	baseRev := cl.Status.TLS.TrustRevision
+	patch := client.MergeFrom(cl.DeepCopy())
+	cl.Spec.TLS.Client.TrustedCASecretRef = &corev1.LocalObjectReference{Name: "client-cas"}
+	if err := e.c.Patch(t.Context(), cl, patch); err != nil {
+		t.Fatal(err)
+	}
+	named := func(what string) {
+		t.Helper()
+		eventually(t, what+" named", func() error {
+			msg := meta.FindStatusCondition(e.cluster().Status.Conditions, etcdv1.ConditionTLSReady).Message
+			if !strings.Contains(msg, what) || !strings.Contains(msg, "client-cas") || !strings.Contains(msg, "trustedCASecretRef") {
+				return fmt.Errorf("message %q, want it to name %q, the Secret and the field", msg, what)
+			}
+			return nil
+		})
+	}
+	e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretNotFound)
+	named("does not exist")
+
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "client-cas", Namespace: e.ns}, Data: map[string][]byte{pki.CAKey: []byte("not PEM")}}
+	if err := e.c.Create(t.Context(), sec); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionFalse, etcdv1.ReasonSecretInvalid)
+	named("ca.crt holds no PEM-encoded certificate")
+	if st := e.cluster().Status.TLS; st.TrustRevision != baseRev {
+		t.Errorf("trust revision %s while the Secret is unusable, want still %s", st.TrustRevision, baseRev)
+	}
+
+	clientsCA, err := pki.NewCA("my clients", 24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data = map[string][]byte{pki.CAKey: clientsCA.CertPEM}
+	if err := e.c.Update(t.Context(), sec); err != nil {
+		t.Fatal(err)
+	}
+	cl = e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
+	eventually(t, "the clients' CA trusted", func() error {
 		st := e.cluster().Status.TLS
 		server, err := e.secret(st.ServerSecretName)
 		if err != nil {
@@ -544,28 +661,25 @@ func testUserCAChange(t *testing.T, e *env) {
 		if err != nil {
 			return err
 		}
-		if st.TrustRevision == oldRev || st.CARotation == "" || string(server.Data[pki.CertKey]) != string(oldLeaf.CertPEM) || len(cas) != 3 {
-			return fmt.Errorf("status.tls %+v, %d CAs in ca.crt (want old, new and the operator's)", st, len(cas))
+		var names []string
+		for _, c := range cas {
+			names = append(names, c.Subject.CommonName)
 		}
-		newRev = st.TrustRevision
-		return nil
-	})
-	e.restart(m, newRev)
-	setReady()
-	eventually(t, "the new certificate in place", func() error {
-		st := e.cluster().Status.TLS
-		server, err := e.secret(st.ServerSecretName)
-		if err != nil {
-			return err
+		if len(cas) != 2 || !cas[0].Equal(mustLeaf(t, e, st.CASecretName)) || !cas[1].Equal(clientsCA.Cert) {
+			return fmt.Errorf("server ca.crt holds %v, want the operator's CA and my clients", names)
 		}
-		if string(server.Data[pki.CertKey]) != string(newLeaf.CertPEM) || st.CARotation != "" {
-			return fmt.Errorf("status.tls %+v; new certificate in place: %v", st, string(server.Data[pki.CertKey]) == string(newLeaf.CertPEM))
-		}
-		if st.TrustRevision != newRev {
-			return fmt.Errorf("trust revision %s, want still %s: the old CA stays trusted until it expires", st.TrustRevision, newRev)
+		if st.TrustRevision == baseRev {
+			return fmt.Errorf("trust revision unchanged: members would not restart to load the new CA")
 		}
 		return nil
 	})
+	clientSecret, err := e.secret(cl.Status.TLS.ClientSecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cas, err := pki.ParseCertsPEM(clientSecret.Data[pki.CAKey]); err != nil || len(cas) != 1 || !cas[0].Equal(mustLeaf(t, e, cl.Status.TLS.CASecretName)) {
+		t.Errorf("the client Secret's ca.crt is not the operator's CA alone, which signs the serving certificate")
+	}
 }
 
 // testLostCA: a CA Secret deleted after the cluster had certificates is
