@@ -19,8 +19,12 @@ type BackupDestination struct {
 
 // S3Destination is a bucket and key prefix of an S3-compatible store.
 type S3Destination struct {
-	// Endpoint is the store's URL, like https://s3.eu-west-1.amazonaws.com.
-	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://')",message="spec.s3.endpoint must be a URL starting with http:// or https://"
+	// Endpoint is the store's URL, like https://s3.eu-west-1.amazonaws.com:
+	// http or https, a host name or IPv4 address and an optional port,
+	// nothing else. The backup agent refuses any other URL, so the API
+	// server refuses it first.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?/?$')",message="spec.s3.endpoint must be a URL http://host[:port] or https://host[:port], like https://s3.eu-west-1.amazonaws.com: a host name or IPv4 address, no path, query, user or fragment"
 	Endpoint string `json:"endpoint"`
 	// Bucket holds the snapshots; it must exist.
 	// +kubebuilder:validation:MinLength=3
@@ -35,6 +39,7 @@ type S3Destination struct {
 	// CredentialsSecretRef names a Secret in the cluster's namespace with the
 	// keys accessKeyID and secretAccessKey. The operator never reads it: only
 	// the backup Pods of that namespace mount it.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.s3.credentialsSecretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef"`
 	// ForcePathStyle addresses the bucket as endpoint/bucket instead of
 	// bucket.endpoint (most self-hosted stores need it).
@@ -42,6 +47,7 @@ type S3Destination struct {
 	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
 	// CASecretRef names a Secret with a ca.crt key to trust for an https
 	// endpoint signed by a private CA.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.s3.caSecretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional
 	CASecretRef *corev1.LocalObjectReference `json:"caSecretRef,omitempty"`
 }
@@ -50,6 +56,8 @@ type S3Destination struct {
 type PVCDestination struct {
 	// ClaimName is the PersistentVolumeClaim, in the cluster's namespace.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.pvc.claimName must name a PersistentVolumeClaim: lowercase letters, digits, '-' and '.', at most 253 characters"
 	ClaimName string `json:"claimName"`
 	// Path is a folder inside the volume.
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('..')",message="spec.pvc.path is a relative folder without '..'"
@@ -60,8 +68,15 @@ type PVCDestination struct {
 // ClusterBackupSpec schedules backups of a cluster.
 type ClusterBackupSpec struct {
 	// Schedule is a cron expression (minute hour day-of-month month
-	// day-of-week, or @hourly, @daily, @every 6h).
+	// day-of-week, or @hourly, @daily, @every 6h), in UTC. It may start with
+	// CRON_TZ=UTC; other time zones are refused, as the operator's image
+	// may not have their rules. The rule's regex accepts only what the
+	// operator's parser (robfig/cron) accepts; it is built, and checked
+	// against the parser, by the tests in this package.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^((CRON_TZ|TZ)=UTC )?(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]{1,6}h([0-9]{1,7}m)?([0-9]{1,9}s)?|[0-9]{1,7}m([0-9]{1,9}s)?|[0-9]{1,9}s)|([*?]|(0?[0-9]|[1-5][0-9])|0?0-(0?[0-9]|[1-5][0-9])|0?1-(0?[1-9]|[1-5][0-9])|0?2-(0?[2-9]|[1-5][0-9])|0?3-(0?[3-9]|[1-5][0-9])|0?4-(0?[4-9]|[1-5][0-9])|0?5-(0?[5-9]|[1-5][0-9])|0?6-(0?[6-9]|[1-5][0-9])|0?7-(0?[7-9]|[1-5][0-9])|0?8-(0?[8-9]|[1-5][0-9])|0?9-(0?9|[1-5][0-9])|10-[1-5][0-9]|11-(1[1-9]|[2-5][0-9])|12-(1[2-9]|[2-5][0-9])|13-(1[3-9]|[2-5][0-9])|14-(1[4-9]|[2-5][0-9])|15-(1[5-9]|[2-5][0-9])|16-(1[6-9]|[2-5][0-9])|17-(1[7-9]|[2-5][0-9])|18-(1[8-9]|[2-5][0-9])|19-(19|[2-5][0-9])|20-[2-5][0-9]|21-(2[1-9]|[3-5][0-9])|22-(2[2-9]|[3-5][0-9])|23-(2[3-9]|[3-5][0-9])|24-(2[4-9]|[3-5][0-9])|25-(2[5-9]|[3-5][0-9])|26-(2[6-9]|[3-5][0-9])|27-(2[7-9]|[3-5][0-9])|28-(2[8-9]|[3-5][0-9])|29-(29|[3-5][0-9])|30-[3-5][0-9]|31-(3[1-9]|[4-5][0-9])|32-(3[2-9]|[4-5][0-9])|33-(3[3-9]|[4-5][0-9])|34-(3[4-9]|[4-5][0-9])|35-(3[5-9]|[4-5][0-9])|36-(3[6-9]|[4-5][0-9])|37-(3[7-9]|[4-5][0-9])|38-(3[8-9]|[4-5][0-9])|39-(39|[4-5][0-9])|40-[4-5][0-9]|41-(4[1-9]|5[0-9])|42-(4[2-9]|5[0-9])|43-(4[3-9]|5[0-9])|44-(4[4-9]|5[0-9])|45-(4[5-9]|5[0-9])|46-(4[6-9]|5[0-9])|47-(4[7-9]|5[0-9])|48-(4[8-9]|5[0-9])|49-(49|5[0-9])|50-5[0-9]|51-5[1-9]|52-5[2-9]|53-5[3-9]|54-5[4-9]|55-5[5-9]|56-5[6-9]|57-5[7-9]|58-5[8-9])(/[1-9][0-9]?)?(,([*?]|(0?[0-9]|[1-5][0-9])|0?0-(0?[0-9]|[1-5][0-9])|0?1-(0?[1-9]|[1-5][0-9])|0?2-(0?[2-9]|[1-5][0-9])|0?3-(0?[3-9]|[1-5][0-9])|0?4-(0?[4-9]|[1-5][0-9])|0?5-(0?[5-9]|[1-5][0-9])|0?6-(0?[6-9]|[1-5][0-9])|0?7-(0?[7-9]|[1-5][0-9])|0?8-(0?[8-9]|[1-5][0-9])|0?9-(0?9|[1-5][0-9])|10-[1-5][0-9]|11-(1[1-9]|[2-5][0-9])|12-(1[2-9]|[2-5][0-9])|13-(1[3-9]|[2-5][0-9])|14-(1[4-9]|[2-5][0-9])|15-(1[5-9]|[2-5][0-9])|16-(1[6-9]|[2-5][0-9])|17-(1[7-9]|[2-5][0-9])|18-(1[8-9]|[2-5][0-9])|19-(19|[2-5][0-9])|20-[2-5][0-9]|21-(2[1-9]|[3-5][0-9])|22-(2[2-9]|[3-5][0-9])|23-(2[3-9]|[3-5][0-9])|24-(2[4-9]|[3-5][0-9])|25-(2[5-9]|[3-5][0-9])|26-(2[6-9]|[3-5][0-9])|27-(2[7-9]|[3-5][0-9])|28-(2[8-9]|[3-5][0-9])|29-(29|[3-5][0-9])|30-[3-5][0-9]|31-(3[1-9]|[4-5][0-9])|32-(3[2-9]|[4-5][0-9])|33-(3[3-9]|[4-5][0-9])|34-(3[4-9]|[4-5][0-9])|35-(3[5-9]|[4-5][0-9])|36-(3[6-9]|[4-5][0-9])|37-(3[7-9]|[4-5][0-9])|38-(3[8-9]|[4-5][0-9])|39-(39|[4-5][0-9])|40-[4-5][0-9]|41-(4[1-9]|5[0-9])|42-(4[2-9]|5[0-9])|43-(4[3-9]|5[0-9])|44-(4[4-9]|5[0-9])|45-(4[5-9]|5[0-9])|46-(4[6-9]|5[0-9])|47-(4[7-9]|5[0-9])|48-(4[8-9]|5[0-9])|49-(49|5[0-9])|50-5[0-9]|51-5[1-9]|52-5[2-9]|53-5[3-9]|54-5[4-9]|55-5[5-9]|56-5[6-9]|57-5[7-9]|58-5[8-9])(/[1-9][0-9]?)?)* +([*?]|(0?[0-9]|1[0-9]|2[0-3])|0?0-(0?[0-9]|1[0-9]|2[0-3])|0?1-(0?[1-9]|1[0-9]|2[0-3])|0?2-(0?[2-9]|1[0-9]|2[0-3])|0?3-(0?[3-9]|1[0-9]|2[0-3])|0?4-(0?[4-9]|1[0-9]|2[0-3])|0?5-(0?[5-9]|1[0-9]|2[0-3])|0?6-(0?[6-9]|1[0-9]|2[0-3])|0?7-(0?[7-9]|1[0-9]|2[0-3])|0?8-(0?[8-9]|1[0-9]|2[0-3])|0?9-(0?9|1[0-9]|2[0-3])|10-(1[0-9]|2[0-3])|11-(1[1-9]|2[0-3])|12-(1[2-9]|2[0-3])|13-(1[3-9]|2[0-3])|14-(1[4-9]|2[0-3])|15-(1[5-9]|2[0-3])|16-(1[6-9]|2[0-3])|17-(1[7-9]|2[0-3])|18-(1[8-9]|2[0-3])|19-(19|2[0-3])|20-2[0-3]|21-2[1-3]|22-2[2-3])(/[1-9][0-9]?)?(,([*?]|(0?[0-9]|1[0-9]|2[0-3])|0?0-(0?[0-9]|1[0-9]|2[0-3])|0?1-(0?[1-9]|1[0-9]|2[0-3])|0?2-(0?[2-9]|1[0-9]|2[0-3])|0?3-(0?[3-9]|1[0-9]|2[0-3])|0?4-(0?[4-9]|1[0-9]|2[0-3])|0?5-(0?[5-9]|1[0-9]|2[0-3])|0?6-(0?[6-9]|1[0-9]|2[0-3])|0?7-(0?[7-9]|1[0-9]|2[0-3])|0?8-(0?[8-9]|1[0-9]|2[0-3])|0?9-(0?9|1[0-9]|2[0-3])|10-(1[0-9]|2[0-3])|11-(1[1-9]|2[0-3])|12-(1[2-9]|2[0-3])|13-(1[3-9]|2[0-3])|14-(1[4-9]|2[0-3])|15-(1[5-9]|2[0-3])|16-(1[6-9]|2[0-3])|17-(1[7-9]|2[0-3])|18-(1[8-9]|2[0-3])|19-(19|2[0-3])|20-2[0-3]|21-2[1-3]|22-2[2-3])(/[1-9][0-9]?)?)* +([*?]|(0?[1-9]|[1-2][0-9]|3[0-1])|0?1-(0?[1-9]|[1-2][0-9]|3[0-1])|0?2-(0?[2-9]|[1-2][0-9]|3[0-1])|0?3-(0?[3-9]|[1-2][0-9]|3[0-1])|0?4-(0?[4-9]|[1-2][0-9]|3[0-1])|0?5-(0?[5-9]|[1-2][0-9]|3[0-1])|0?6-(0?[6-9]|[1-2][0-9]|3[0-1])|0?7-(0?[7-9]|[1-2][0-9]|3[0-1])|0?8-(0?[8-9]|[1-2][0-9]|3[0-1])|0?9-(0?9|[1-2][0-9]|3[0-1])|10-([1-2][0-9]|3[0-1])|11-(1[1-9]|2[0-9]|3[0-1])|12-(1[2-9]|2[0-9]|3[0-1])|13-(1[3-9]|2[0-9]|3[0-1])|14-(1[4-9]|2[0-9]|3[0-1])|15-(1[5-9]|2[0-9]|3[0-1])|16-(1[6-9]|2[0-9]|3[0-1])|17-(1[7-9]|2[0-9]|3[0-1])|18-(1[8-9]|2[0-9]|3[0-1])|19-(19|2[0-9]|3[0-1])|20-(2[0-9]|3[0-1])|21-(2[1-9]|3[0-1])|22-(2[2-9]|3[0-1])|23-(2[3-9]|3[0-1])|24-(2[4-9]|3[0-1])|25-(2[5-9]|3[0-1])|26-(2[6-9]|3[0-1])|27-(2[7-9]|3[0-1])|28-(2[8-9]|3[0-1])|29-(29|3[0-1])|30-3[0-1])(/[1-9][0-9]?)?(,([*?]|(0?[1-9]|[1-2][0-9]|3[0-1])|0?1-(0?[1-9]|[1-2][0-9]|3[0-1])|0?2-(0?[2-9]|[1-2][0-9]|3[0-1])|0?3-(0?[3-9]|[1-2][0-9]|3[0-1])|0?4-(0?[4-9]|[1-2][0-9]|3[0-1])|0?5-(0?[5-9]|[1-2][0-9]|3[0-1])|0?6-(0?[6-9]|[1-2][0-9]|3[0-1])|0?7-(0?[7-9]|[1-2][0-9]|3[0-1])|0?8-(0?[8-9]|[1-2][0-9]|3[0-1])|0?9-(0?9|[1-2][0-9]|3[0-1])|10-([1-2][0-9]|3[0-1])|11-(1[1-9]|2[0-9]|3[0-1])|12-(1[2-9]|2[0-9]|3[0-1])|13-(1[3-9]|2[0-9]|3[0-1])|14-(1[4-9]|2[0-9]|3[0-1])|15-(1[5-9]|2[0-9]|3[0-1])|16-(1[6-9]|2[0-9]|3[0-1])|17-(1[7-9]|2[0-9]|3[0-1])|18-(1[8-9]|2[0-9]|3[0-1])|19-(19|2[0-9]|3[0-1])|20-(2[0-9]|3[0-1])|21-(2[1-9]|3[0-1])|22-(2[2-9]|3[0-1])|23-(2[3-9]|3[0-1])|24-(2[4-9]|3[0-1])|25-(2[5-9]|3[0-1])|26-(2[6-9]|3[0-1])|27-(2[7-9]|3[0-1])|28-(2[8-9]|3[0-1])|29-(29|3[0-1])|30-3[0-1])(/[1-9][0-9]?)?)* +([*?]|((0?[1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))|0?1-(0?[1-9]|1[0-2])|0?2-(0?[2-9]|1[0-2])|0?3-(0?[3-9]|1[0-2])|0?4-(0?[4-9]|1[0-2])|0?5-(0?[5-9]|1[0-2])|0?6-(0?[6-9]|1[0-2])|0?7-(0?[7-9]|1[0-2])|0?8-(0?[8-9]|1[0-2])|0?9-(0?9|1[0-2])|10-1[0-2]|11-1[1-2]|(?i:jan-(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|feb-(feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|mar-(mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|apr-(apr|may|jun|jul|aug|sep|oct|nov|dec)|may-(may|jun|jul|aug|sep|oct|nov|dec)|jun-(jun|jul|aug|sep|oct|nov|dec)|jul-(jul|aug|sep|oct|nov|dec)|aug-(aug|sep|oct|nov|dec)|sep-(sep|oct|nov|dec)|oct-(oct|nov|dec)|nov-(nov|dec)))(/[1-9][0-9]?)?(,([*?]|((0?[1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))|0?1-(0?[1-9]|1[0-2])|0?2-(0?[2-9]|1[0-2])|0?3-(0?[3-9]|1[0-2])|0?4-(0?[4-9]|1[0-2])|0?5-(0?[5-9]|1[0-2])|0?6-(0?[6-9]|1[0-2])|0?7-(0?[7-9]|1[0-2])|0?8-(0?[8-9]|1[0-2])|0?9-(0?9|1[0-2])|10-1[0-2]|11-1[1-2]|(?i:jan-(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|feb-(feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|mar-(mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|apr-(apr|may|jun|jul|aug|sep|oct|nov|dec)|may-(may|jun|jul|aug|sep|oct|nov|dec)|jun-(jun|jul|aug|sep|oct|nov|dec)|jul-(jul|aug|sep|oct|nov|dec)|aug-(aug|sep|oct|nov|dec)|sep-(sep|oct|nov|dec)|oct-(oct|nov|dec)|nov-(nov|dec)))(/[1-9][0-9]?)?)* +([*?]|(0?[0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))|0?0-0?[0-6]|0?1-0?[1-6]|0?2-0?[2-6]|0?3-0?[3-6]|0?4-0?[4-6]|0?5-0?[5-6]|(?i:sun-(sun|mon|tue|wed|thu|fri|sat)|mon-(mon|tue|wed|thu|fri|sat)|tue-(tue|wed|thu|fri|sat)|wed-(wed|thu|fri|sat)|thu-(thu|fri|sat)|fri-(fri|sat)))(/[1-9][0-9]?)?(,([*?]|(0?[0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))|0?0-0?[0-6]|0?1-0?[1-6]|0?2-0?[2-6]|0?3-0?[3-6]|0?4-0?[4-6]|0?5-0?[5-6]|(?i:sun-(sun|mon|tue|wed|thu|fri|sat)|mon-(mon|tue|wed|thu|fri|sat)|tue-(tue|wed|thu|fri|sat)|wed-(wed|thu|fri|sat)|thu-(thu|fri|sat)|fri-(fri|sat)))(/[1-9][0-9]?)?)*)$')",message="spec.backup.schedule must be a cron expression of 5 fields separated by spaces (minute 0-59, hour 0-23, day of month 1-31, month 1-12 or jan-dec, day of week 0-6 or sun-sat; each a *, a value, a range like 1-5 or a list like 1,15, with an optional step like */10 up to 99), or @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, or @every with a duration in h, m and s like @every 1h30m; it may start with CRON_TZ=UTC, the only time zone allowed"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^((CRON_TZ|TZ)=UTC )?@every ([0-9]{1,6}h([0-9]{1,7}m)?([0-9]{1,9}s)?|[0-9]{1,7}m([0-9]{1,9}s)?|[0-9]{1,9}s)$') || duration(self.substring(self.indexOf('@every ') + 7)) >= duration('1m')",message="spec.backup.schedule @every must be at least 1m: each backup is an EtcdBackup and a Pod"
 	Schedule string `json:"schedule"`
 	// Retention says which scheduled backups are kept.
 	// +kubebuilder:default={keepLast: 7}
@@ -79,6 +94,10 @@ type BackupRetention struct {
 	// +optional
 	KeepLast *int32 `json:"keepLast,omitempty"`
 	// MaxAge deletes complete backups older than this, like 168h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="spec.backup.retention.maxAge must be a duration like 168h in h, m, s or ms (no days), of at most 2562047h"
 	// +optional
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }
@@ -95,6 +114,8 @@ type BootstrapSpec struct {
 // +kubebuilder:validation:XValidation:rule="has(self.backupName) != has(self.source)",message="spec.bootstrap.restore names exactly one of backupName or source"
 type RestoreSpec struct {
 	// BackupName is a Complete EtcdBackup in the cluster's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.bootstrap.restore.backupName must name an EtcdBackup: lowercase letters, digits and '-', at most 63 characters"
 	// +optional
 	BackupName string `json:"backupName,omitempty"`
 	// Source is a snapshot in a destination, by key.
@@ -162,6 +183,8 @@ type RestoreStatus struct {
 type EtcdBackupSpec struct {
 	// ClusterName is the EtcdCluster to back up, in the same namespace.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=35
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="spec.clusterName must name an EtcdCluster: a lowercase letter, then lowercase letters, digits and '-', at most 35 characters"
 	ClusterName string `json:"clusterName"`
 	// Destination of the snapshot.
 	Destination BackupDestination `json:"destination"`
@@ -205,6 +228,10 @@ type EtcdBackupStatus struct {
 }
 
 // EtcdBackup is one snapshot of an EtcdCluster, streamed to a destination.
+// Its name is the value of a label on its agent Pods, hence the limits on
+// it; they hold on creation only (optionalOldSelf), so that a backup
+// created before them can still lose its finalizer.
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || (size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="metadata.name of an EtcdBackup must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters): it is the value of a label on the backup's Pods",optionalOldSelf=true
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=etcdb,categories=raftsman

@@ -152,6 +152,8 @@ type PodMetadata struct {
 }
 
 // EtcdOptions are etcd settings. Each maps to the etcd flag of the same name.
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionRetention) || !has(self.autoCompactionMode) || self.autoCompactionMode != 'revision' || self.autoCompactionRetention.matches('^[0-9]{1,18}$')",message="spec.options.autoCompactionRetention must be a whole number of revisions like 1000 when spec.options.autoCompactionMode is revision"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionRetention) || (has(self.autoCompactionMode) && self.autoCompactionMode == 'revision') || (self.autoCompactionRetention.matches('^[0-9]{1,7}$') && int(self.autoCompactionRetention) <= 2562047) || (self.autoCompactionRetention.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') && duration(self.autoCompactionRetention) >= duration('0s'))",message="spec.options.autoCompactionRetention must be whole hours like 24 (at most 2562047) or a duration like 1h30m in h, m, s or ms when spec.options.autoCompactionMode is periodic, etcd's default"
 // +kubebuilder:validation:XValidation:rule="(has(self.electionTimeoutMillis) ? self.electionTimeoutMillis : 1000) >= 5 * (has(self.heartbeatIntervalMillis) ? self.heartbeatIntervalMillis : 100)",message="spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis (etcd's defaults are 1000 and 100)"
 type EtcdOptions struct {
 	// QuotaBackendBytes is the backend size limit (--quota-backend-bytes).
@@ -164,8 +166,12 @@ type EtcdOptions struct {
 	// +optional
 	AutoCompactionMode string `json:"autoCompactionMode,omitempty"`
 
-	// AutoCompactionRetention is how much history to keep, like "1h" or "1000"
-	// (--auto-compaction-retention).
+	// AutoCompactionRetention is how much history to keep
+	// (--auto-compaction-retention): in periodic mode (etcd's default) whole
+	// hours like "24" or a duration like "1h30m"; in revision mode a number
+	// of revisions like "1000". etcd reads a number first and a duration
+	// only when that fails, so the rules on EtcdOptions accept the same.
+	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
 
@@ -193,14 +199,28 @@ type EtcdOptions struct {
 	MaxRequestBytes *int32 `json:"maxRequestBytes,omitempty"`
 
 	// ExtraArgs are further etcd flags, named without the leading dashes.
-	// Flags the operator sets itself cannot be given here.
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file']))",message="spec.options.extraArgs cannot set a flag the operator owns (name, data and WAL dirs, initial-cluster*, listen and advertise URLs, discovery, TLS files, config-file): remove it"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('-'))",message="spec.options.extraArgs keys are flag names without leading dashes, like 'log-level'"
+	// Only the flags in AllowedExtraArgs (limits.go; the README lists them)
+	// may be set: flags the operator sets itself, flags with a typed field
+	// above, and flags that change a member's identity, membership,
+	// durability or security are refused, each with its own message.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",message="spec.options.extraArgs keys are flag names without leading dashes, like 'log-level': lowercase letters, digits and '-'; the flag's value goes in the value, not after '='"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file', 'peer-cert-allowed-hostname']))",message="spec.options.extraArgs cannot set a flag the operator owns (name, data and WAL dirs, initial-cluster*, listen and advertise URLs, discovery, force-new-cluster, TLS files and peer-cert-allowed-hostname, config-file): remove it"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['quota-backend-bytes', 'auto-compaction-mode', 'auto-compaction-retention', 'snapshot-count', 'heartbeat-interval', 'election-timeout', 'max-request-bytes']))",message="spec.options.extraArgs cannot set a flag that has a typed field in spec.options (quotaBackendBytes, autoCompactionMode, autoCompactionRetention, snapshotCount, heartbeatIntervalMillis, electionTimeoutMillis, maxRequestBytes): use the field"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^[a-z0-9][a-z0-9-]*$') || k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file', 'peer-cert-allowed-hostname'] || k in ['quota-backend-bytes', 'auto-compaction-mode', 'auto-compaction-retention', 'snapshot-count', 'heartbeat-interval', 'election-timeout', 'max-request-bytes'] || k in ['log-level', 'logger', 'log-outputs', 'log-format', 'enable-log-rotation', 'log-rotation-config-json', 'max-txn-ops', 'max-concurrent-streams', 'max-snapshots', 'max-wals', 'backend-batch-interval', 'backend-batch-limit', 'backend-bbolt-freelist-type', 'raft-read-timeout', 'raft-write-timeout', 'grpc-keepalive-interval', 'grpc-keepalive-min-time', 'grpc-keepalive-timeout', 'experimental-compaction-batch-limit', 'compaction-batch-limit', 'experimental-compaction-sleep-interval', 'compaction-sleep-interval', 'experimental-bootstrap-defrag-threshold-megabytes', 'bootstrap-defrag-threshold-megabytes', 'experimental-snapshot-catchup-entries', 'snapshot-catchup-entries', 'experimental-warning-apply-duration', 'warning-apply-duration', 'experimental-warning-unary-request-duration', 'warning-unary-request-duration', 'experimental-watch-progress-notify-interval', 'watch-progress-notify-interval', 'experimental-memory-mlock', 'memory-mlock', 'experimental-txn-mode-write-with-shared-buffer', 'experimental-stop-grpc-service-on-defrag', 'experimental-initial-corrupt-check', 'experimental-corrupt-check-time', 'corrupt-check-time', 'experimental-compact-hash-check-enabled', 'experimental-compact-hash-check-time', 'compact-hash-check-time', 'metrics', 'enable-grpc-gateway', 'experimental-enable-distributed-tracing', 'enable-distributed-tracing', 'experimental-distributed-tracing-address', 'distributed-tracing-address', 'experimental-distributed-tracing-service-name', 'distributed-tracing-service-name', 'experimental-distributed-tracing-instance-id', 'distributed-tracing-instance-id', 'experimental-distributed-tracing-sampling-rate', 'distributed-tracing-sampling-rate', 'feature-gates', 'cipher-suites', 'tls-min-version', 'tls-max-version', 'auth-token-ttl', 'experimental-downgrade-check-time', 'downgrade-check-time', 'pre-vote', 'initial-election-tick-advance', 'experimental-enable-lease-checkpoint', 'experimental-enable-lease-checkpoint-persist'])",message="spec.options.extraArgs may set only the etcd flags on the allowlist (see the README, Extra etcd flags: logging, limits and performance, corruption checks, metrics, tracing, feature-gates, TLS versions and ciphers): a flag that changes a member's identity, membership, durability or security, or that etcd does not know, is refused"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].contains('\\n') && !self[k].contains('\\r'))",message="spec.options.extraArgs values cannot contain line breaks"
 	// +kubebuilder:validation:MaxProperties=64
 	// +optional
-	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
+	ExtraArgs map[string]ExtraArgValue `json:"extraArgs,omitempty"`
 }
+
+// An alias, not a type of its own, so that ExtraArgs stays a
+// map[string]string to Go code. It carries the length limit, which also keeps
+// the CEL rules on the values within the API server's cost budget.
+
+// ExtraArgValue is the value of one etcd flag: at most 1024 characters, on
+// one line.
+// +kubebuilder:validation:MaxLength=1024
+type ExtraArgValue = string
 
 // MemberRole is the raft role of a member as etcd reports it.
 // +kubebuilder:validation:Enum=Voter;Learner
@@ -292,6 +312,13 @@ type EtcdClusterStatus struct {
 }
 
 // EtcdCluster is an etcd cluster managed by Raftsman.
+//
+// Its name becomes a Service name and label values, and the start of longer
+// names (see MaxClusterNameLength), hence the rules on it. They hold on
+// creation only (optionalOldSelf): a cluster created before them can still be
+// updated and deleted.
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 35",message="metadata.name of an EtcdCluster is at most 35 characters: the final backup before a suspend is named <name>-suspend-<generation>, with up to 19 digits, and that name is a label value of at most 63 characters on the backup's Pods",optionalOldSelf=true
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name of an EtcdCluster must be a DNS-1035 label: a lowercase letter, then lowercase letters, digits and '-', not ending in '-', no dots; it is the name of the cluster's Service",optionalOldSelf=true
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector

@@ -39,6 +39,8 @@ type TLSSpec struct {
 	// +kubebuilder:default="2160h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="spec.tls.certificateLifetime must be a duration like 2160h in h, m, s or ms (no days), of at most 2562047h"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.tls.certificateLifetime must be at least 1m"
 	// +optional
 	CertificateLifetime *metav1.Duration `json:"certificateLifetime,omitempty"`
@@ -47,6 +49,8 @@ type TLSSpec struct {
 	// is replaced; a third of its lifetime when omitted.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="spec.tls.renewBefore must be a duration like 720h in h, m, s or ms (no days), of at most 2562047h"
 	// +optional
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
 }
@@ -64,6 +68,7 @@ type TLSSource struct {
 	// tls.crt, tls.key and ca.crt. Its certificate must cover the members'
 	// names (see the README). You renew it; changes are picked up within a
 	// minute.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.tls.peer.secretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional
 	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
 
@@ -88,6 +93,7 @@ type ClientTLS struct {
 	// SecretRef names a Secret of yours holding the serving certificate
 	// (tls.crt, tls.key) and the CA (ca.crt) that signs your clients'
 	// certificates.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.tls.client.secretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional
 	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
 
@@ -107,6 +113,7 @@ type ClientTLS struct {
 	// certificate is never trusted for clients unless it is named here:
 	// whoever can get a certificate from it could otherwise connect, and as
 	// root with common name root.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.tls.client.trustedCASecretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional
 	TrustedCASecretRef *corev1.LocalObjectReference `json:"trustedCASecretRef,omitempty"`
 }
@@ -128,6 +135,8 @@ type CertManagerSource struct {
 // IssuerRef names a cert-manager issuer.
 type IssuerRef struct {
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="issuerRef.name must name a cert-manager issuer: lowercase letters, digits, '-' and '.', at most 253 characters"
 	Name string `json:"name"`
 	// Kind is Issuer or ClusterIssuer.
 	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
@@ -151,6 +160,7 @@ type AuthSpec struct {
 	// password under the key "password". When omitted the operator generates
 	// one in a Secret it owns. Changing the password in the Secret changes
 	// it in etcd.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.auth.rootCredentialsSecretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional
 	RootCredentialsSecretRef *corev1.LocalObjectReference `json:"rootCredentialsSecretRef,omitempty"`
 }
