@@ -40,6 +40,7 @@ import (
 var (
 	out      = flag.String("out", "bench/RESULTS.md", "file the results are written to")
 	install  = flag.String("install", "dist/install.yaml", "operator install manifest")
+	reader   = flag.String("metrics-reader", "config/prometheus/metrics-reader.yaml", "the service account allowed to read the operator's /metrics (the operator's own may not)")
 	version  = flag.String("etcd-version", "3.6.16", "etcd version")
 	runs     = flag.Int("runs", 3, "repetitions of each measurement; the median is reported")
 	idleWait = flag.Duration("idle", time.Minute, "how long an idle cluster is watched for API writes")
@@ -160,8 +161,10 @@ func (b *bench) namespace() string {
 }
 
 func (b *bench) installOperator() error {
-	if err := manifest.ApplyFile(b.ctx, b.c, *install, "raftsman-bench"); err != nil {
-		return err
+	for _, f := range []string{*install, *reader} {
+		if err := manifest.ApplyFile(b.ctx, b.c, f, "raftsman-bench"); err != nil {
+			return err
+		}
 	}
 	if err := b.c.DeleteAllOf(b.ctx, &corev1.Pod{}, client.InNamespace("raftsman-system"), client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}); err != nil {
 		return err
@@ -210,7 +213,7 @@ func (b *bench) operatorWrites() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	body, err := scrape.Operator(b.ctx, b.cs, p, "raftsman-system", "raftsman")
+	body, err := scrape.Operator(b.ctx, b.cs, p, "raftsman-system", "raftsman-metrics-reader")
 	if err != nil {
 		return 0, err
 	}

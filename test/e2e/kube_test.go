@@ -88,8 +88,16 @@ func (k *kube) restartOperator(ctx context.Context) error {
 	})
 }
 
+// metricsReaderManifest is the service account Prometheus scrapes the
+// operator with (config/prometheus), allowed to get /metrics and nothing
+// else; the tests scrape with it too. The operator's own account may not.
+const (
+	metricsReaderManifest = "config/prometheus/metrics-reader.yaml"
+	metricsReader         = "raftsman-metrics-reader"
+)
+
 // operatorMetrics scrapes the operator's /metrics as Prometheus would: over
-// HTTPS with a service account token (the operator's own, which may).
+// HTTPS with the token of the metrics reader's service account.
 func (k *kube) operatorMetrics(ctx context.Context) (string, error) {
 	pods := &corev1.PodList{}
 	if err := k.c.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}); err != nil {
@@ -97,7 +105,7 @@ func (k *kube) operatorMetrics(ctx context.Context) (string, error) {
 	}
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp == nil && podReady(&p) {
-			return scrape.Operator(ctx, k.cs, &p, operatorNamespace, "raftsman")
+			return scrape.Operator(ctx, k.cs, &p, operatorNamespace, metricsReader)
 		}
 	}
 	return "", fmt.Errorf("no ready operator Pod")

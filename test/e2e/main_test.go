@@ -51,15 +51,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// installOperator applies dist/install.yaml and waits for the operator,
-// restarting it so that it runs the image just built.
+// installOperator applies dist/install.yaml and the account the tests read
+// the operator's metrics with, and waits for the operator, restarting it so
+// that it runs the image just built.
 func installOperator(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	k, err := newKube(cfg)
 	if err != nil {
 		return ctx, err
 	}
-	if err := k.applyFile(ctx, filepath.Join(repoRoot, "dist/install.yaml")); err != nil {
-		return ctx, err
+	for _, f := range []string{"dist/install.yaml", metricsReaderManifest} {
+		if err := k.applyFile(ctx, filepath.Join(repoRoot, f)); err != nil {
+			return ctx, err
+		}
 	}
 	if err := k.restartOperator(ctx); err != nil {
 		return ctx, err

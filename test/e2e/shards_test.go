@@ -138,7 +138,7 @@ func TestShardsOverTwoReplicas(t *testing.T) {
 					if p.DeletionTimestamp != nil || !podReady(&p) {
 						continue
 					}
-					out, err := scrape.Operator(ctx, k.cs, &p, operatorNamespace, "raftsman")
+					out, err := scrape.Operator(ctx, k.cs, &p, operatorNamespace, metricsReader)
 					if err != nil {
 						t.Logf("scrape %s: %v", p.Name, err)
 						continue
