@@ -55,6 +55,25 @@ const (
 	msgOneRestore     = "spec.bootstrap.restore names exactly one of backupName or source"
 	msgEndpoint       = "spec.s3.endpoint must be a URL"
 	msgPVCPath        = "spec.pvc.path is a relative folder"
+
+	msgMaxAge            = "spec.backup.retention.maxAge must be a duration like 168h"
+	msgLifetimeFormat    = "spec.tls.certificateLifetime must be a duration like 2160h"
+	msgRenewBeforeFormat = "spec.tls.renewBefore must be a duration like 720h"
+	msgRetentionRevision = "spec.options.autoCompactionRetention must be a whole number of revisions"
+	msgRetentionPeriodic = "spec.options.autoCompactionRetention must be whole hours like 24"
+	msgSchedule          = "spec.backup.schedule must be a cron expression of 5 fields"
+	msgEveryMinimum      = "spec.backup.schedule @every must be at least 1m"
+	msgSecretName        = "name must name a Secret"
+	msgClaimName         = "spec.pvc.claimName must name a PersistentVolumeClaim"
+	msgIssuerName        = "issuerRef.name must name a cert-manager issuer"
+	msgRestoreBackupName = "spec.bootstrap.restore.backupName must name an EtcdBackup"
+	msgClusterNameLength = "metadata.name of an EtcdCluster is at most 35 characters: the final backup before a suspend"
+	msgClusterNameDNS    = "metadata.name of an EtcdCluster must be a DNS-1035 label"
+	msgBackupName        = "metadata.name of an EtcdBackup must be a DNS-1123 label"
+	msgBackupClusterName = "spec.clusterName must name an EtcdCluster"
+	msgNotAllowedFlag    = "spec.options.extraArgs may set only the etcd flags on the allowlist (see the README"
+	msgLineBreak         = "spec.options.extraArgs values cannot contain line breaks"
+	msgTooLong           = "Too long"
 )
 
 // ownedFlags are the etcd flags the operator sets itself; the extraArgs rule
@@ -65,6 +84,22 @@ var ownedFlags = []string{
 	"listen-metrics-urls", "listen-client-http-urls", "discovery", "discovery-srv", "force-new-cluster",
 	"cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file",
 	"peer-trusted-ca-file", "peer-client-cert-auth", "auto-tls", "peer-auto-tls", "config-file",
+	"peer-cert-allowed-hostname",
+}
+
+// refusedFlags are real etcd flags (of 3.5, 3.6 or 3.7) that change a
+// member's identity, membership, durability or security, or that make etcd
+// do something else than serve; none is on the allowlist.
+var refusedFlags = []string{
+	"unsafe-no-fsync", "strict-reconfig-check", "max-learners", "experimental-max-learners",
+	"enable-pprof", "enable-v2", "experimental-enable-v2v3", "v2-deprecation",
+	"experimental-peer-skip-client-san-verification", "peer-skip-client-san-verification",
+	"auth-token", "bcrypt-cost", "host-whitelist", "cors", "client-crl-file", "peer-crl-file",
+	"peer-cert-allowed-cn", "client-cert-allowed-hostname", "self-signed-cert-validity",
+	"client-cert-file", "client-key-file", "peer-client-cert-file", "peer-client-key-file",
+	"discovery-endpoints", "discovery-token", "discovery-proxy", "discovery-fallback", "discovery-srv-name",
+	"proxy", "proxy-refresh-interval", "socket-reuse-port", "socket-reuse-address", "version",
+	"experimental-flag-1", "no-such-flag",
 }
 
 func TestEnvValidation(t *testing.T) {
@@ -73,6 +108,8 @@ func TestEnvValidation(t *testing.T) {
 	t.Run("EtcdMember", func(t *testing.T) { t.Parallel(); testMemberValidation(t, c) })
 	t.Run("RequiredFields", func(t *testing.T) { t.Parallel(); testRequiredFields(t, c) })
 	t.Run("Defaults", func(t *testing.T) { t.Parallel(); testDefaults(t, c) })
+	t.Run("EtcdBackup", func(t *testing.T) { t.Parallel(); testBackupValidation(t, c) })
+	t.Run("OldSchemaObjectsRefused", func(t *testing.T) { t.Parallel(); testOldSchemaObjectsRefused(t, c) })
 }
 
 // validationCase is one request against the API server. The object is
@@ -80,6 +117,7 @@ func TestEnvValidation(t *testing.T) {
 // merge patch is the request under test. No wantErr means it must succeed.
 type validationCase[S any] struct {
 	name    string
+	objName string // the object's name; "demo" or "demo-a" when empty
 	spec    func(*S)
 	patch   string
 	status  bool // the patch goes to the status subresource
@@ -102,13 +140,22 @@ func testClusterValidation(t *testing.T, c client.Client) {
 			}
 		}
 	}
+	// manyArgs sets n flags of the allowlist, and made-up ones beyond it:
+	// n over 64 is refused for its count whatever else is wrong.
 	manyArgs := func(n int) func(*etcdv1.EtcdClusterSpec) {
 		return func(sp *etcdv1.EtcdClusterSpec) {
 			sp.Options.ExtraArgs = map[string]string{}
 			for i := range n {
-				sp.Options.ExtraArgs[fmt.Sprintf("experimental-flag-%d", i)] = "1"
+				k := fmt.Sprintf("made-up-flag-%d", i)
+				if i < len(etcdv1.AllowedExtraArgs) {
+					k = etcdv1.AllowedExtraArgs[i]
+				}
+				sp.Options.ExtraArgs[k] = "1"
 			}
 		}
+	}
+	if len(etcdv1.AllowedExtraArgs) < 64 {
+		t.Errorf("the 64 extra args case needs 64 allowed flags, the allowlist has %d", len(etcdv1.AllowedExtraArgs))
 	}
 	version := func(v string) func(*etcdv1.EtcdClusterSpec) {
 		return func(sp *etcdv1.EtcdClusterSpec) { sp.Version = v }
@@ -290,6 +337,116 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "heartbeat alone beyond etcd's default election timeout", spec: options(etcdv1.EtcdOptions{HeartbeatIntervalMillis: ptr.To[int32](300)}), wantErr: []string{msgElection}},
 		{name: "election timeout alone under 5 default heartbeats", spec: options(etcdv1.EtcdOptions{ElectionTimeoutMillis: ptr.To[int32](400)}), wantErr: []string{msgElection}},
 	}
+	// What is parsed later is refused at admission, in the parser's terms.
+	backup := func(sched, extra string) string {
+		return fmt.Sprintf(`{"spec":{"backup":{"schedule":%q,%s"destination":{"pvc":{"claimName":"b"}}}}}`, sched, extra)
+	}
+	s3 := func(endpoint, extra string) string {
+		return fmt.Sprintf(`{"spec":{"backup":{"schedule":"@daily","destination":{"s3":{"endpoint":%q,"bucket":"bkt","credentialsSecretRef":{"name":"c"}%s}}}}}`, endpoint, extra)
+	}
+	retention := func(mode, value string) func(*etcdv1.EtcdClusterSpec) {
+		return func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Options.AutoCompactionMode, sp.Options.AutoCompactionRetention = mode, value
+		}
+	}
+	const maxAgePath, schedulePath, endpointPath = "spec.backup.retention.maxAge", "spec.backup.schedule", "spec.backup.destination.s3.endpoint"
+	cases = append(cases, []tc{
+		// durations
+		{name: "maxAge in hours", patch: backup("@daily", `"retention":{"maxAge":"168h"},`)},
+		{name: "maxAge in hours and minutes", patch: backup("@daily", `"retention":{"maxAge":"1h30m"},`)},
+		{name: "maxAge in days", patch: backup("@daily", `"retention":{"maxAge":"7d"},`), wantErr: []string{maxAgePath, msgMaxAge}},
+		{name: "maxAge beyond Go's durations", patch: backup("@daily", `"retention":{"maxAge":"99999999999h"},`), wantErr: []string{maxAgePath, msgMaxAge}},
+		{name: "maxAge negative", patch: backup("@daily", `"retention":{"maxAge":"-1h"},`), wantErr: []string{maxAgePath}},
+		{name: "lifetime beyond Go's durations", patch: `{"spec":{"tls":{"certificateLifetime":"99999999999h"}}}`, wantErr: []string{"spec.tls.certificateLifetime", msgLifetimeFormat}},
+		{name: "renewBefore beyond Go's durations", patch: `{"spec":{"tls":{"renewBefore":"2562048h"}}}`, wantErr: []string{"spec.tls.renewBefore", msgRenewBeforeFormat}},
+		{name: "renewBefore in days", patch: `{"spec":{"tls":{"renewBefore":"30d"}}}`, wantErr: []string{"spec.tls.renewBefore", msgRenewBeforeFormat}},
+
+		// spec.options.autoCompactionRetention, as etcd parses it
+		{name: "periodic retention in hours", spec: retention("periodic", "24")},
+		{name: "periodic retention as a duration", spec: retention("periodic", "1h30m")},
+		{name: "retention in hours without a mode", spec: retention("", "5")},
+		{name: "retention as a duration without a mode", spec: retention("", "30m")},
+		{name: "largest periodic retention in hours", spec: retention("periodic", "2562047")},
+		{name: "revision retention", spec: retention("revision", "1000")},
+		{name: "revision retention of zero", spec: retention("revision", "0")},
+		{name: "revision retention as a duration", spec: retention("revision", "1h"), wantErr: []string{"spec.options", msgRetentionRevision}},
+		{name: "revision retention negative", spec: retention("revision", "-5"), wantErr: []string{msgRetentionRevision}},
+		{name: "periodic retention in days", spec: retention("periodic", "7d"), wantErr: []string{"spec.options", msgRetentionPeriodic}},
+		{name: "periodic retention negative", spec: retention("periodic", "-1"), wantErr: []string{msgRetentionPeriodic}},
+		{name: "periodic retention hours overflow", spec: retention("periodic", "2562048"), wantErr: []string{msgRetentionPeriodic}},
+		{name: "periodic retention duration overflow", spec: retention("periodic", "99999999999h"), wantErr: []string{msgRetentionPeriodic}},
+		{name: "retention words", spec: retention("", "a day"), wantErr: []string{msgRetentionPeriodic}},
+
+		// spec.backup.schedule, as schedule.Parse parses it
+		{name: "schedule of 5 fields", patch: backup("0 3 * * *", "")},
+		{name: "schedule with names, ranges and steps", patch: backup("*/15 9-17 * jan-jun MON-FRI", "")},
+		{name: "schedule every 1h30m", patch: backup("@every 1h30m", "")},
+		{name: "schedule in UTC", patch: backup("CRON_TZ=UTC 0 * * * *", "")},
+		{name: "schedule in words", patch: backup("every day", ""), wantErr: []string{schedulePath, msgSchedule}},
+		{name: "schedule minute 60", patch: backup("60 * * * *", ""), wantErr: []string{schedulePath, msgSchedule}},
+		{name: "schedule of 4 fields", patch: backup("* * * *", ""), wantErr: []string{schedulePath, msgSchedule}},
+		{name: "schedule of 6 fields", patch: backup("0 * * * * *", ""), wantErr: []string{schedulePath, msgSchedule}},
+		{name: "schedule range backwards", patch: backup("5-1 * * * *", ""), wantErr: []string{schedulePath, msgSchedule}},
+		{name: "schedule day of week 7", patch: backup("0 0 * * 7", ""), wantErr: []string{schedulePath, msgSchedule}},
+		{name: "schedule every 7 days", patch: backup("@every 7d", ""), wantErr: []string{schedulePath, msgSchedule}},
+		{name: "schedule in another time zone", patch: backup("CRON_TZ=Europe/Berlin 0 * * * *", ""), wantErr: []string{schedulePath, msgSchedule}},
+		{name: "schedule every 30 seconds", patch: backup("@every 30s", ""), wantErr: []string{schedulePath, msgEveryMinimum}},
+
+		// S3 endpoints, as the agent parses them
+		{name: "S3 endpoint with a port", patch: s3("http://minio:9000", "")},
+		{name: "S3 endpoint with a slash", patch: s3("https://s3.eu-west-1.amazonaws.com/", "")},
+		{name: "S3 endpoint by IPv4 address", patch: s3("http://10.0.0.1:9000", "")},
+		{name: "S3 endpoint with a path", patch: s3("https://s3.example.com/bucket", ""), wantErr: []string{endpointPath, msgEndpoint}},
+		{name: "S3 endpoint with a query", patch: s3("https://s3.example.com?x=1", ""), wantErr: []string{endpointPath, msgEndpoint}},
+		{name: "S3 endpoint with a user", patch: s3("https://user:pw@s3.example.com", ""), wantErr: []string{endpointPath, msgEndpoint}},
+		{name: "S3 endpoint with a fragment", patch: s3("https://s3.example.com#x", ""), wantErr: []string{endpointPath, msgEndpoint}},
+		{name: "S3 endpoint over ftp", patch: s3("ftp://s3.example.com", ""), wantErr: []string{endpointPath, msgEndpoint}},
+		{name: "S3 endpoint without a host", patch: s3("https://", ""), wantErr: []string{endpointPath, msgEndpoint}},
+		{name: "S3 endpoint port out of range", patch: s3("https://s3.example.com:65536", ""), wantErr: []string{endpointPath, msgEndpoint}},
+
+		// references name what they refer to
+		{name: "S3 credentials Secret without a name", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{"s3":{"endpoint":"http://s3","bucket":"bkt","credentialsSecretRef":{}}}}}}`,
+			wantErr: []string{"spec.backup.destination.s3.credentialsSecretRef", "spec.s3.credentialsSecretRef." + msgSecretName}},
+		{name: "S3 CA Secret without a name", patch: s3("http://s3", `,"caSecretRef":{}`), wantErr: []string{"spec.backup.destination.s3.caSecretRef", "spec.s3.caSecretRef." + msgSecretName}},
+		{name: "S3 CA Secret with an invalid name", patch: s3("http://s3", `,"caSecretRef":{"name":"My_CA"}`), wantErr: []string{"spec.s3.caSecretRef." + msgSecretName}},
+		{name: "S3 CA Secret", patch: s3("http://s3", `,"caSecretRef":{"name":"my-ca.v1"}`)},
+		{name: "peer Secret without a name", patch: `{"spec":{"tls":{"peer":{"secretRef":{}}}}}`, wantErr: []string{"spec.tls.peer.secretRef", "spec.tls.peer.secretRef." + msgSecretName}},
+		{name: "client Secret without a name", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Client.SecretRef = &corev1.LocalObjectReference{} }),
+			wantErr: []string{"spec.tls.client.secretRef", "spec.tls.client.secretRef." + msgSecretName}},
+		{name: "trusted CA Secret without a name", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Client.TrustedCASecretRef = &corev1.LocalObjectReference{} }),
+			wantErr: []string{"spec.tls.client.trustedCASecretRef", "spec.tls.client.trustedCASecretRef." + msgSecretName}},
+		{name: "trusted CA Secret", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Client.TrustedCASecretRef = userSecret })},
+		{name: "root credentials Secret without a name", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Auth.RootCredentialsSecretRef = &corev1.LocalObjectReference{} },
+			wantErr: []string{"spec.auth.rootCredentialsSecretRef", "spec.auth.rootCredentialsSecretRef." + msgSecretName}},
+		{name: "root credentials Secret", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Auth.RootCredentialsSecretRef = userSecret }},
+		{name: "issuer with an invalid name", spec: tlsSpec(func(t *etcdv1.TLSSpec) {
+			t.Client.CertManager = &etcdv1.CertManagerSource{IssuerRef: etcdv1.IssuerRef{Name: "My Issuer"}}
+		}), wantErr: []string{"spec.tls.client.certManager.issuerRef.name", msgIssuerName}},
+		{name: "PVC with an invalid name", patch: `{"spec":{"backup":{"schedule":"@daily","destination":{"pvc":{"claimName":"Backups"}}}}}`,
+			wantErr: []string{"spec.backup.destination.pvc.claimName", msgClaimName}},
+		{name: "restore from a backup with an invalid name", spec: restoreFrom("b.1"), wantErr: []string{"spec.bootstrap.restore.backupName", msgRestoreBackupName}},
+		{name: "restore from a backup with a long name", spec: restoreFrom(strings.Repeat("b", 64)), wantErr: []string{"spec.bootstrap.restore.backupName", msgTooLong}},
+
+		// metadata.name
+		{name: "name of 35 characters", objName: "c" + strings.Repeat("x", 34)},
+		{name: "name of 36 characters", objName: "c" + strings.Repeat("x", 35), wantErr: []string{msgClusterNameLength}},
+		{name: "name with a dot", objName: "demo.prod", wantErr: []string{msgClusterNameDNS}},
+		{name: "name starting with a digit", objName: "1demo", wantErr: []string{msgClusterNameDNS}},
+
+		// spec.options.extraArgs keys and values
+		{name: "extra arg key with a value after =", spec: extraArgs("data-dir=/x", ""), wantErr: []string{msgLeadingDashes}},
+		{name: "extra arg key in upper case", spec: extraArgs("Log-Level", "debug"), wantErr: []string{msgLeadingDashes}},
+		{name: "extra arg value on two lines", spec: extraArgs("log-level", "debug\n--unsafe-no-fsync"), wantErr: []string{"spec.options.extraArgs", msgLineBreak}},
+		{name: "extra arg value with a carriage return", spec: extraArgs("log-level", "debug\r"), wantErr: []string{msgLineBreak}},
+		{name: "extra arg value of 1024 characters", spec: extraArgs("log-outputs", strings.Repeat("x", 1024))},
+		{name: "extra arg value of 1025 characters", spec: extraArgs("log-outputs", strings.Repeat("x", 1025)), wantErr: []string{"spec.options.extraArgs.log-outputs", msgTooLong}},
+	}...)
+	for _, f := range etcdv1.AllowedExtraArgs {
+		cases = append(cases, tc{name: "allowed flag " + f, spec: extraArgs(f, "1")})
+	}
+	for _, f := range refusedFlags {
+		cases = append(cases, tc{name: "refused flag " + f, spec: extraArgs(f, "1"), wantErr: []string{"spec.options.extraArgs", msgNotAllowedFlag}})
+	}
 	for _, f := range ownedFlags {
 		cases = append(cases,
 			tc{name: "owned flag " + f, spec: extraArgs(f, "x"), wantErr: []string{msgOwnedFlag}})
@@ -304,8 +461,12 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t, c)
+			name := "demo"
+			if tc.objName != "" {
+				name = tc.objName
+			}
 			obj := &etcdv1.EtcdCluster{
-				ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 				Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16"},
 			}
 			if tc.spec != nil {
@@ -374,6 +535,99 @@ func testMemberValidation(t *testing.T, c client.Client) {
 				tc.spec(&obj.Spec)
 			}
 			runCase(t, c, obj, tc.patch, tc.status, tc.wantErr)
+		})
+	}
+}
+
+func testBackupValidation(t *testing.T, c client.Client) {
+	clusterName := func(n string) func(*etcdv1.EtcdBackupSpec) {
+		return func(sp *etcdv1.EtcdBackupSpec) { sp.ClusterName = n }
+	}
+	type tc = validationCase[etcdv1.EtcdBackupSpec]
+	cases := []tc{
+		{name: "backup"},
+		{name: "name of 63 characters", objName: "b" + strings.Repeat("x", 62)},
+		{name: "name of 64 characters", objName: "b" + strings.Repeat("x", 63), wantErr: []string{msgBackupName}},
+		{name: "name with a dot", objName: "b.1", wantErr: []string{msgBackupName}},
+		{name: "cluster name with a dot", spec: clusterName("demo.prod"), wantErr: []string{"spec.clusterName", msgBackupClusterName}},
+		{name: "cluster name of 36 characters", spec: clusterName("c" + strings.Repeat("x", 35)), wantErr: []string{"spec.clusterName", msgTooLong}},
+		{name: "spec changes", patch: `{"spec":{"clusterName":"other"}}`, wantErr: []string{"an EtcdBackup's spec cannot change"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "b1"
+			if tc.objName != "" {
+				name = tc.objName
+			}
+			obj := &etcdv1.EtcdBackup{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: newNamespace(t, c)},
+				Spec: etcdv1.EtcdBackupSpec{ClusterName: "demo", Destination: etcdv1.BackupDestination{
+					PVC: &etcdv1.PVCDestination{ClaimName: "backups"},
+				}},
+			}
+			if tc.spec != nil {
+				tc.spec(&obj.Spec)
+			}
+			runCase(t, c, obj, tc.patch, tc.status, tc.wantErr)
+		})
+	}
+}
+
+// testOldSchemaObjectsRefused creates objects the CRDs accepted before they
+// validated what the operator parses later. Each one, once stored, made the
+// operator fail to decode the list behind its cache, or crash-looped etcd,
+// or broke a derived name; each is refused now with a message that says
+// what to write instead.
+func testOldSchemaObjectsRefused(t *testing.T, c client.Client) {
+	spec := func(extra map[string]any) map[string]any {
+		s := map[string]any{"version": "3.6.16"}
+		for k, v := range extra {
+			s[k] = v
+		}
+		return s
+	}
+	backup := func(sched string, extra map[string]any) map[string]any {
+		b := map[string]any{"schedule": sched, "destination": map[string]any{"pvc": map[string]any{"claimName": "b"}}}
+		for k, v := range extra {
+			b[k] = v
+		}
+		return spec(map[string]any{"backup": b})
+	}
+	extraArgs := func(k, v string) map[string]any {
+		return spec(map[string]any{"options": map[string]any{"extraArgs": map[string]any{k: v}}})
+	}
+	cases := []struct {
+		name    string
+		objName string
+		spec    map[string]any
+		wantErr []string
+	}{
+		{name: "maxAge in days", spec: backup("@daily", map[string]any{"retention": map[string]any{"maxAge": "7d"}}),
+			wantErr: []string{"spec.backup.retention.maxAge", msgMaxAge}},
+		{name: "extra arg key with its value", spec: extraArgs("data-dir=/x", ""), wantErr: []string{"spec.options.extraArgs", msgLeadingDashes}},
+		{name: "unsafe-no-fsync", spec: extraArgs("unsafe-no-fsync", "true"), wantErr: []string{"spec.options.extraArgs", msgNotAllowedFlag}},
+		{name: "strict-reconfig-check", spec: extraArgs("strict-reconfig-check", "false"), wantErr: []string{"spec.options.extraArgs", msgNotAllowedFlag}},
+		{name: "credentials Secret reference without a name", spec: spec(map[string]any{"backup": map[string]any{
+			"schedule": "@daily", "destination": map[string]any{"s3": map[string]any{
+				"endpoint": "https://s3.example.com", "bucket": "bkt", "credentialsSecretRef": map[string]any{},
+			}},
+		}}), wantErr: []string{"spec.backup.destination.s3.credentialsSecretRef", msgSecretName}},
+		{name: "cluster name of 60 characters", objName: "c" + strings.Repeat("x", 59), spec: spec(nil), wantErr: []string{msgClusterNameLength}},
+		{name: "cluster name with dots", objName: "etcd.prod.example", spec: spec(nil), wantErr: []string{msgClusterNameDNS}},
+		{name: "schedule in words", spec: backup("every day", nil), wantErr: []string{"spec.backup.schedule", msgSchedule}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u := &unstructured.Unstructured{Object: map[string]any{"spec": tc.spec}}
+			u.SetGroupVersionKind(etcdv1.GroupVersion.WithKind("EtcdCluster"))
+			u.SetName("demo")
+			if tc.objName != "" {
+				u.SetName(tc.objName)
+			}
+			u.SetNamespace(newNamespace(t, c))
+			checkErr(t, c.Create(t.Context(), u), tc.wantErr)
 		})
 	}
 }
