@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/failpoint"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
@@ -78,6 +79,7 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, s *scope, m *etcdv1.Etc
 	if em.ID == s.leader && s.healthy(em.ID) {
 		if to, ok := s.successor(em.ID); ok {
 			log.Info("Moving leadership before removing the leader", "member", m.Name, "to", etcd.FormatID(to))
+			failpoint.Hit(failpoint.BeforeMoveLeader)
 			tctx, cancel := r.etcdCtx(ctx)
 			defer cancel()
 			if err := s.client.MoveLeader(tctx, m.Spec.ClientURL, to); err != nil {
@@ -90,6 +92,7 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, s *scope, m *etcdv1.Etc
 		}
 	}
 	log.Info("Removing member from etcd", "member", m.Name, "id", etcd.FormatID(em.ID))
+	failpoint.Hit(failpoint.BeforeMemberRemove)
 	tctx, cancel := r.etcdCtx(ctx)
 	defer cancel()
 	err := s.client.MemberRemove(tctx, em.ID)
@@ -97,6 +100,7 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, s *scope, m *etcdv1.Etc
 	if err != nil && !errors.Is(err, etcd.ErrMemberNotFound) {
 		return r.notYet(s, err, etcdv1.ReasonWaitingForHealth, fmt.Sprintf("remove member %s", m.Name))
 	}
+	failpoint.Hit(failpoint.AfterMemberRemove)
 	s.etcdList = slices.DeleteFunc(s.etcdList, func(x etcd.Member) bool { return x.ID == em.ID })
 	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberRemoved", "MemberRemove", "Removed member %s (%s) from etcd", m.Name, etcd.FormatID(em.ID))
 	return ctrl.Result{}, nil
@@ -244,10 +248,14 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 		}
 		s.progress, s.progressMsg = etcdv1.ReasonScalingUp, fmt.Sprintf("Adding member %s as a learner", m.Name)
 		ctrl.LoggerFrom(ctx).Info("Adding learner", "member", m.Name, "peerURL", m.Spec.PeerURL)
+		failpoint.Hit(failpoint.BeforeMemberAdd)
 		tctx, cancel := r.etcdCtx(ctx)
 		em, err := s.client.MemberAddAsLearner(tctx, m.Spec.PeerURL)
 		cancel()
 		observe("add_learner", err)
+		if err == nil {
+			failpoint.Hit(failpoint.AfterMemberAdd)
+		}
 		if errors.Is(err, etcd.ErrPeerURLExists) {
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil // observeEtcd adopts it next pass
 		}
@@ -277,10 +285,14 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 			// the member a moment after the container starts.
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 		}
+		failpoint.Hit(failpoint.BeforePromote)
 		tctx, cancel := r.etcdCtx(ctx)
 		err := s.client.MemberPromote(tctx, em.ID)
 		cancel()
 		observe("promote", err)
+		if err == nil {
+			failpoint.Hit(failpoint.AfterPromote)
+		}
 		if err != nil && !errors.Is(err, etcd.ErrNotLearner) {
 			return r.notYet(s, err, etcdv1.ReasonPromotingLearner, fmt.Sprintf("promote learner %s", m.Name))
 		}
