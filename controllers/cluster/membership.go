@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
-	"github.com/raftsman/raftsman/pkg/failpoint"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/failpoint"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
