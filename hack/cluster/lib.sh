@@ -263,6 +263,14 @@ build_operator_image() {
     -entrypoint /raftsman -user 65532:65532
 }
 
+# build_failpoints_image builds raftsman:failpoints, the operator built with the
+# failpoints tag (pkg/failpoint), which only the robustness tests run.
+build_failpoints_image() {
+  (cd "$root" && CGO_ENABLED=0 go build -tags failpoints -o "$BIN_DIR/raftsman-failpoints" ./cmd/raftsman) || return 1
+  image raftsman-failpoints -tag "$FAILPOINTS_IMAGE" -file "/raftsman=$BIN_DIR/raftsman-failpoints" \
+    -entrypoint /raftsman -user 65532:65532
+}
+
 # import_images NAME...: loads those tarballs into the cluster's containerd.
 import_images() {
   local n

@@ -14,3 +14,5 @@ BUSYBOX_IMAGE=docker.io/library/busybox:local
 ETCD_REPOSITORY=quay.io/coreos/etcd
 # The operator's own image, built from ./cmd/raftsman by images.sh.
 OPERATOR_IMAGE=${OPERATOR_IMAGE:-raftsman:dev}
+# The operator with failpoints compiled in, for the robustness tests only.
+FAILPOINTS_IMAGE=raftsman:failpoints
