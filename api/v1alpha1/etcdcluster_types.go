@@ -202,25 +202,20 @@ type EtcdOptions struct {
 	// Only the flags in AllowedExtraArgs (limits.go; the README lists them)
 	// may be set: flags the operator sets itself, flags with a typed field
 	// above, and flags that change a member's identity, membership,
-	// durability or security are refused, each with its own message.
+	// durability or security are refused, each with its own message. Values
+	// are bounded by a CEL rule on size (constant cost); a rule that reads a
+	// value's characters is estimated at the longest string a request can
+	// hold, times 64, over the API server's budget, and a maxLength on the
+	// values needs a value type of its own.
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",message="spec.options.extraArgs keys are flag names without leading dashes, like 'log-level': lowercase letters, digits and '-'; the flag's value goes in the value, not after '='"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file', 'peer-cert-allowed-hostname']))",message="spec.options.extraArgs cannot set a flag the operator owns (name, data and WAL dirs, initial-cluster*, listen and advertise URLs, discovery, force-new-cluster, TLS files and peer-cert-allowed-hostname, config-file): remove it"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['quota-backend-bytes', 'auto-compaction-mode', 'auto-compaction-retention', 'snapshot-count', 'heartbeat-interval', 'election-timeout', 'max-request-bytes']))",message="spec.options.extraArgs cannot set a flag that has a typed field in spec.options (quotaBackendBytes, autoCompactionMode, autoCompactionRetention, snapshotCount, heartbeatIntervalMillis, electionTimeoutMillis, maxRequestBytes): use the field"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^[a-z0-9][a-z0-9-]*$') || k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file', 'peer-cert-allowed-hostname'] || k in ['quota-backend-bytes', 'auto-compaction-mode', 'auto-compaction-retention', 'snapshot-count', 'heartbeat-interval', 'election-timeout', 'max-request-bytes'] || k in ['log-level', 'logger', 'log-outputs', 'log-format', 'enable-log-rotation', 'log-rotation-config-json', 'max-txn-ops', 'max-concurrent-streams', 'max-snapshots', 'max-wals', 'backend-batch-interval', 'backend-batch-limit', 'backend-bbolt-freelist-type', 'raft-read-timeout', 'raft-write-timeout', 'grpc-keepalive-interval', 'grpc-keepalive-min-time', 'grpc-keepalive-timeout', 'experimental-compaction-batch-limit', 'compaction-batch-limit', 'experimental-compaction-sleep-interval', 'compaction-sleep-interval', 'experimental-bootstrap-defrag-threshold-megabytes', 'bootstrap-defrag-threshold-megabytes', 'experimental-snapshot-catchup-entries', 'snapshot-catchup-entries', 'experimental-warning-apply-duration', 'warning-apply-duration', 'experimental-warning-unary-request-duration', 'warning-unary-request-duration', 'experimental-watch-progress-notify-interval', 'watch-progress-notify-interval', 'experimental-memory-mlock', 'memory-mlock', 'experimental-txn-mode-write-with-shared-buffer', 'experimental-stop-grpc-service-on-defrag', 'experimental-initial-corrupt-check', 'experimental-corrupt-check-time', 'corrupt-check-time', 'experimental-compact-hash-check-enabled', 'experimental-compact-hash-check-time', 'compact-hash-check-time', 'metrics', 'enable-grpc-gateway', 'experimental-enable-distributed-tracing', 'enable-distributed-tracing', 'experimental-distributed-tracing-address', 'distributed-tracing-address', 'experimental-distributed-tracing-service-name', 'distributed-tracing-service-name', 'experimental-distributed-tracing-instance-id', 'distributed-tracing-instance-id', 'experimental-distributed-tracing-sampling-rate', 'distributed-tracing-sampling-rate', 'feature-gates', 'cipher-suites', 'tls-min-version', 'tls-max-version', 'auth-token-ttl', 'experimental-downgrade-check-time', 'downgrade-check-time', 'pre-vote', 'initial-election-tick-advance', 'experimental-enable-lease-checkpoint', 'experimental-enable-lease-checkpoint-persist'])",message="spec.options.extraArgs may set only the etcd flags on the allowlist (see the README, Extra etcd flags: logging, limits and performance, corruption checks, metrics, tracing, feature-gates, TLS versions and ciphers): a flag that changes a member's identity, membership, durability or security, or that etcd does not know, is refused"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].contains('\\n') && !self[k].contains('\\r'))",message="spec.options.extraArgs values cannot contain line breaks"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 1024)",message="spec.options.extraArgs values are at most 1024 characters"
 	// +kubebuilder:validation:MaxProperties=64
 	// +optional
-	ExtraArgs map[string]ExtraArgValue `json:"extraArgs,omitempty"`
+	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
 }
-
-// An alias, not a type of its own, so that ExtraArgs stays a
-// map[string]string to Go code. It carries the length limit, which also keeps
-// the CEL rules on the values within the API server's cost budget.
-
-// ExtraArgValue is the value of one etcd flag: at most 1024 characters, on
-// one line.
-// +kubebuilder:validation:MaxLength=1024
-type ExtraArgValue = string
 
 // MemberRole is the raft role of a member as etcd reports it.
 // +kubebuilder:validation:Enum=Voter;Learner
