@@ -1,6 +1,7 @@
 package robustness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -394,5 +395,26 @@ func TestResultWrite(t *testing.T) {
 	again := Check(h2, fin2, CheckConfig{Watch: watch2})
 	if again.Linearizable != r.Linearizable || len(again.WatchViolations) != len(r.WatchViolations) || again.Counts != r.Counts {
 		t.Errorf("history read back checks differently: %s\nwas: %s", again, r)
+	}
+}
+
+// TestCheckTimeout gives porcupine a history whose search space is every
+// subset of 20 concurrent indeterminate writes (the final read matches none of
+// them) and a bound far too short to go through it.
+func TestCheckTimeout(t *testing.T) {
+	t.Parallel()
+	var ops []Operation
+	for i := range 20 {
+		ops = append(ops, unknownPut(i, 0, 10, fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", i)))
+	}
+	r := Check(history(ops...), final(2, map[string]KV{"k00": {"other", 2}}), CheckConfig{Timeout: 50 * time.Millisecond})
+	if r.Linearizable != CheckTimedOut {
+		t.Fatalf("linearizable = %s, want %s", r.Linearizable, CheckTimedOut)
+	}
+	if r.OK() {
+		t.Error("a check that timed out counts as passed")
+	}
+	if r.CheckDuration > 5*time.Second {
+		t.Errorf("check ran %s past its 50ms bound", r.CheckDuration)
 	}
 }

@@ -1,6 +1,7 @@
 package robustness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,7 +144,7 @@ func Run(ctx context.Context, cfg TrafficConfig) (*History, error) {
 		h.FailedReads += w.failedReads
 		h.RejectedWrites += w.rejectedWrites
 	}
-	slices.SortStableFunc(h.Operations, func(a, b Operation) int { return int(a.Call - b.Call) })
+	slices.SortStableFunc(h.Operations, func(a, b Operation) int { return cmp.Compare(a.Call, b.Call) })
 	return h, nil
 }
 

@@ -53,11 +53,22 @@ type Watcher struct {
 	history WatchHistory
 }
 
-// Watch starts watching prefix from revision fromRevision (Run's
-// History.StartRevision+1 covers exactly the traffic's writes). The watch uses
-// the given client; give it one of its own so the traffic's faults on other
-// connections do not stop it. It runs until Stop or until ctx ends.
-func Watch(ctx context.Context, client *clientv3.Client, prefix string, fromRevision int64) *Watcher {
+// Watch starts watching prefix from revision fromRevision, or when it is 0
+// from the revision after the current one: started before Run, that covers
+// exactly the traffic's writes. The watch uses the given client; give it one of
+// its own so that the traffic's faults on other connections do not end it. It
+// runs until Stop or until ctx ends. The error is for a failed read of the
+// current revision.
+func Watch(ctx context.Context, client *clientv3.Client, prefix string, fromRevision int64) (*Watcher, error) {
+	if fromRevision <= 0 {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := client.Get(rctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("watch %s: current revision: %w", prefix, err)
+		}
+		fromRevision = resp.Header.Revision + 1
+	}
 	// No WithRequireLeader: a member cut off from its peers should stall the
 	// watch, not end it, so the watch still covers the run once the fault heals.
 	ctx, cancel := context.WithCancel(ctx)
@@ -72,7 +83,7 @@ func Watch(ctx context.Context, client *clientv3.Client, prefix string, fromRevi
 	}
 	ch := client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRevision), clientv3.WithProgressNotify())
 	go w.record(ch)
-	return w
+	return w, nil
 }
 
 func (w *Watcher) record(ch clientv3.WatchChan) {
