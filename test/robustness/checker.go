@@ -179,7 +179,9 @@ func porcupineOperations(h *History, final *FinalState, w *WatchHistory, counts 
 				seen[e.Key+"\x00"+e.Value] = e.ModRevision
 			}
 		}
-		watchComplete = final != nil && w.Progress >= final.Revision
+		// Absence proves something only if the watch covered every revision
+		// from the traffic's first one to the final read.
+		watchComplete = final != nil && w.FromRevision <= h.StartRevision+1 && w.Progress >= final.Revision
 	}
 
 	var end int64

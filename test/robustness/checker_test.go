@@ -211,6 +211,19 @@ func TestCheck(t *testing.T) {
 			wantDropped: 1,
 		},
 		{
+			name: "watch started late settles nothing it could not see",
+			history: history(
+				unknownPut(1, 0, 10, "b", "z"),
+				put(0, 20, 30, "a", "x", 3),
+				get(2, 40, 50, "b", "z", 2, 3),
+			),
+			final: final(3, map[string]KV{"a": {"x", 3}, "b": {"z", 2}}),
+			watch: &WatchHistory{FromRevision: 3, Progress: 3, Events: []WatchEvent{
+				{Type: EventPut, Key: "a", Value: "x", ModRevision: 3, Response: 0},
+			}},
+			want: Linearizable,
+		},
+		{
 			name: "compare-and-set on mod revision succeeded when it should have failed",
 			history: history(
 				put(0, 0, 10, "a", "x", 2),

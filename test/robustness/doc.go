@@ -52,4 +52,23 @@
 //
 // Result.Write saves porcupine's HTML visualization, the raw history and the
 // verdict for a person to look at.
+//
+// # Use
+//
+// A scenario prepares a clientv3.Config (endpoints of the client Service, TLS
+// with a client certificate), then:
+//
+//	newClient := robustness.NewClientFactory(cfg)
+//	wc, _ := newClient()                    // the watch's and final read's own client
+//	w, err := robustness.Watch(ctx, wc, prefix, 0)
+//	// start the faults
+//	h, err := robustness.Run(ctx, robustness.TrafficConfig{NewClient: newClient, Prefix: prefix, Duration: time.Minute})
+//	// heal the faults
+//	final, err := robustness.ReadFinal(ctx, wc, prefix, time.Minute)
+//	watch := w.Stop(final.Revision, 30*time.Second)
+//	r := robustness.Check(h, final, robustness.CheckConfig{Watch: watch})
+//	if !r.OK() {
+//		_ = r.Write("_output/robustness/<scenario>-<time>")
+//		t.Fatal(r)
+//	}
 package robustness
