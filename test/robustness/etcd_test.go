@@ -49,14 +49,19 @@ func etcdBinary(t *testing.T) string {
 	return ""
 }
 
-func freePort(t *testing.T) int {
+// freePorts holds every listener until all are chosen, so the two are distinct.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // localEtcd is one etcd member on loopback whose process the test can kill
@@ -79,12 +84,15 @@ func startEtcd(t *testing.T) *localEtcd {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ports := freePorts(t, 2)
 	e := &localEtcd{
 		t: t, binary: etcdBinary(t), dataDir: filepath.Join(dir, "data"), log: log,
-		client: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-		peer:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		client: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		peer:   fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 	}
-	e.start()
+	if err := e.start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		e.kill()
 		_ = log.Close()
@@ -97,8 +105,7 @@ func startEtcd(t *testing.T) *localEtcd {
 	return e
 }
 
-func (e *localEtcd) start() {
-	e.t.Helper()
+func (e *localEtcd) start() error {
 	e.cmd = exec.Command(e.binary,
 		"--name", "robustness", "--data-dir", e.dataDir,
 		"--listen-client-urls", e.client, "--advertise-client-urls", e.client,
@@ -106,13 +113,14 @@ func (e *localEtcd) start() {
 		"--initial-cluster", "robustness="+e.peer, "--log-level", "warn")
 	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
 	if err := e.cmd.Start(); err != nil {
-		e.t.Fatal(err)
+		return err
 	}
 	e.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, exited chan struct{}) {
 		_ = cmd.Wait()
 		close(exited)
 	}(e.cmd, e.exited)
+	return nil
 }
 
 // kill ends the process this test started, by its own handle, and waits for it.
@@ -195,6 +203,7 @@ func TestTrafficAgainstEtcd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			restarted := make(chan error, 1)
 			if tt.restart {
 				go func() {
 					// Kill while writes are in flight, and leave the clients
@@ -202,8 +211,10 @@ func TestTrafficAgainstEtcd(t *testing.T) {
 					time.Sleep(1200 * time.Millisecond)
 					e.kill()
 					time.Sleep(800 * time.Millisecond)
-					e.start()
+					restarted <- e.start()
 				}()
+			} else {
+				restarted <- nil
 			}
 			began := time.Now()
 			h, err := Run(ctx, TrafficConfig{
@@ -215,6 +226,9 @@ func TestTrafficAgainstEtcd(t *testing.T) {
 				t.Fatal(err)
 			}
 			traffic := time.Since(began)
+			if err := <-restarted; err != nil {
+				t.Fatalf("restart etcd: %v", err)
+			}
 			fin, err := ReadFinal(ctx, wc, prefix, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
