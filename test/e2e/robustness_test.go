@@ -1,0 +1,503 @@
+//go:build e2e
+
+package e2e
+
+// The robustness scenarios: faults injected while recorded traffic flows
+// through the client Service, and the history checked for linearizability
+// and lost writes (test/robustness). `make test` runs each scenario once;
+// `make robustness` runs RAFTSMAN_ROBUSTNESS_ROUNDS rounds with random fault
+// timing and writes RAFTSMAN_ROBUSTNESS_REPORT.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/failpoint"
+	"github.com/raftsman/raftsman/test/robustness"
+)
+
+// availableBound is how long a cluster may take to be Available and
+// converged again after the last fault was healed.
+const availableBound = 3 * time.Minute
+
+// faultEnv is what a scenario's faults act on.
+type faultEnv struct {
+	ctx context.Context
+	t   *testing.T
+	k   *kube
+	key client.ObjectKey
+	rnd *rand.Rand
+	// faults counts the faults injected; failpoints those that kill the
+	// operator on purpose (each must show as one operator restart).
+	faults, failpoints int
+	// lastHealed is when the last fault ended.
+	lastHealed time.Time
+}
+
+// wait sleeps a random time in [min, max): random fault timing.
+func (e *faultEnv) wait(min, max time.Duration) {
+	d := min + time.Duration(e.rnd.Int64N(int64(max-min)+1))
+	select {
+	case <-e.ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (e *faultEnv) converged(n int32) {
+	e.t.Helper()
+	waitConverged(e.ctx, e.t, e.k, e.key, n, availableBound)
+}
+
+func (e *faultEnv) members() []etcdv1.EtcdMember {
+	e.t.Helper()
+	list := &etcdv1.EtcdMemberList{}
+	if err := e.k.c.List(e.ctx, list, client.InNamespace(e.key.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: e.key.Name}); err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// pick is a random member; leader picks the one etcd's status names leader.
+func (e *faultEnv) pick(leader bool) string {
+	e.t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	if err := e.k.c.Get(e.ctx, e.key, c); err != nil {
+		e.t.Fatal(err)
+	}
+	var names []string
+	for _, m := range c.Status.Members {
+		if m.Leader == leader || !leader {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 {
+		e.t.Fatalf("no member to pick (leader %v) in %+v", leader, c.Status.Members)
+	}
+	return names[e.rnd.IntN(len(names))]
+}
+
+func (e *faultEnv) follower() string {
+	e.t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	if err := e.k.c.Get(e.ctx, e.key, c); err != nil {
+		e.t.Fatal(err)
+	}
+	var names []string
+	for _, m := range c.Status.Members {
+		if !m.Leader {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 {
+		e.t.Fatal("no follower")
+	}
+	return names[e.rnd.IntN(len(names))]
+}
+
+func (e *faultEnv) healed() { e.lastHealed = time.Now() }
+
+// scale sets spec.replicas, with a failpoint armed first when point is set,
+// and waits for the cluster to converge at n. An armed point must fire: the
+// operator restarts once.
+func (e *faultEnv) scale(n int32, point string) {
+	e.t.Helper()
+	before, err := e.k.operatorRestarts(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if point != "" {
+		if err := e.k.armFailpoint(e.ctx, point); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	setReplicas(e.ctx, e.t, e.k, e.key, n)
+	if point != "" {
+		waitFor(e.ctx, e.t, 2*time.Minute, "the operator to die at "+point, func() (bool, error) {
+			after, err := e.k.operatorRestarts(e.ctx)
+			return after > before, err
+		})
+		e.faults++
+		e.failpoints++
+		e.t.Logf("operator killed at %s", point)
+	}
+	e.converged(n)
+	e.healed()
+}
+
+// scenario is one kind of fault, injected while traffic flows.
+type scenario struct {
+	name     string
+	replicas int32
+	// failpoints: run the operator built with failpoints.
+	failpoints bool
+	inject     func(e *faultEnv)
+}
+
+var scenarios = []scenario{
+	{
+		// The operator dies at every step boundary of a membership change,
+		// along 3 -> 5 -> 3 -> 1 -> 3, and once more at the leader's
+		// removal (a deleted EtcdMember that leads).
+		name: "operator-killed-during-membership-changes", replicas: 3, failpoints: true,
+		inject: func(e *faultEnv) {
+			e.scale(4, failpoint.BeforeMemberAdd)
+			e.scale(5, failpoint.AfterMemberAdd)
+			e.scale(4, failpoint.BeforeMemberRemove)
+			e.scale(3, failpoint.AfterMemberRemove)
+			e.scale(2, "")
+			// The operator Pod killed outright at a random moment of a removal.
+			setReplicas(e.ctx, e.t, e.k, e.key, 1)
+			e.wait(0, 3*time.Second)
+			if err := e.k.c.DeleteAllOf(e.ctx, &corev1.Pod{}, client.InNamespace(operatorNamespace),
+				client.MatchingLabels{"app.kubernetes.io/name": "raftsman"}, client.GracePeriodSeconds(0)); err != nil {
+				e.t.Fatal(err)
+			}
+			e.faults++
+			e.converged(1)
+			e.scale(2, failpoint.BeforePromote)
+			e.scale(3, failpoint.AfterPromote)
+			// The leader's EtcdMember deleted: leadership moves first.
+			before, _ := e.k.operatorRestarts(e.ctx)
+			if err := e.k.armFailpoint(e.ctx, failpoint.BeforeMoveLeader); err != nil {
+				e.t.Fatal(err)
+			}
+			leader := e.pick(true)
+			if err := e.k.c.Delete(e.ctx, &etcdv1.EtcdMember{ObjectMeta: objectMeta(e.key.Namespace, leader)}); err != nil {
+				e.t.Fatal(err)
+			}
+			waitFor(e.ctx, e.t, 2*time.Minute, "the operator to die at "+failpoint.BeforeMoveLeader, func() (bool, error) {
+				after, err := e.k.operatorRestarts(e.ctx)
+				return after > before, err
+			})
+			e.faults++
+			e.failpoints++
+			e.converged(3)
+			e.healed()
+		},
+	},
+	{
+		name: "member-pod-killed", replicas: 3,
+		inject: func(e *faultEnv) {
+			for range 2 * repeats() {
+				e.wait(time.Second, 5*time.Second)
+				victim := e.pick(false)
+				if err := e.k.c.Delete(e.ctx, &corev1.Pod{ObjectMeta: objectMeta(e.key.Namespace, victim)}, client.GracePeriodSeconds(0)); err != nil {
+					e.t.Fatal(err)
+				}
+				e.faults++
+				e.t.Logf("killed the Pod of %s", victim)
+				e.wait(time.Second, 2*time.Second)
+				e.converged(3)
+				e.healed()
+			}
+		},
+	},
+	{
+		name: "member-pod-and-pvc-deleted", replicas: 3,
+		inject: func(e *faultEnv) {
+			e.wait(time.Second, 5*time.Second)
+			victim := e.pick(false)
+			ns := e.key.Namespace
+			if err := e.k.c.Delete(e.ctx, &corev1.PersistentVolumeClaim{ObjectMeta: objectMeta(ns, "data-"+victim)}); err != nil {
+				e.t.Fatal(err)
+			}
+			if err := e.k.c.Delete(e.ctx, &corev1.Pod{ObjectMeta: objectMeta(ns, victim)}, client.GracePeriodSeconds(0)); err != nil {
+				e.t.Fatal(err)
+			}
+			e.faults++
+			e.t.Logf("deleted the Pod and PVC of %s", victim)
+			waitFor(e.ctx, e.t, availableBound, victim+" replaced", func() (bool, error) {
+				for _, m := range e.members() {
+					if m.Name == victim {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			e.converged(3)
+			e.healed()
+		},
+	},
+	{
+		name: "member-then-leader-partitioned", replicas: 3,
+		inject: func(e *faultEnv) {
+			for i := range 2 * repeats() {
+				leader := i%2 == 1
+				e.wait(time.Second, 4*time.Second)
+				victim := e.follower()
+				if leader {
+					victim = e.pick(true)
+				}
+				if err := partition(e.ctx, victim); err != nil {
+					e.t.Fatal(err)
+				}
+				e.faults++
+				e.t.Logf("cut %s (leader %v) off from its peers", victim, leader)
+				e.wait(3*time.Second, 8*time.Second)
+				if err := heal(e.ctx, victim); err != nil {
+					e.t.Fatal(err)
+				}
+				e.converged(3)
+				e.healed()
+			}
+		},
+	},
+	{
+		name: "member-paused", replicas: 3,
+		inject: func(e *faultEnv) {
+			for i := range 2 * repeats() {
+				leader := i%2 == 1
+				e.wait(time.Second, 4*time.Second)
+				victim := e.follower()
+				if leader {
+					victim = e.pick(true)
+				}
+				pid, err := pause(victim)
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				e.faults++
+				e.t.Logf("paused %s (leader %v)", victim, leader)
+				e.wait(2*time.Second, 6*time.Second)
+				if err := resume(pid); err != nil {
+					e.t.Fatal(err)
+				}
+				e.converged(3)
+				e.healed()
+			}
+		},
+	},
+}
+
+// outcome is one run of a scenario, for the report.
+type outcome struct {
+	scenario          string
+	round             int
+	ops, acked, indet int
+	faults            int
+	verdict           string
+	longestGap        time.Duration
+	backToAvailable   time.Duration
+	ok                bool
+}
+
+var (
+	outcomesMu sync.Mutex
+	outcomes   []outcome
+)
+
+func rounds() int {
+	n, err := strconv.Atoi(os.Getenv("RAFTSMAN_ROBUSTNESS_ROUNDS"))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// repeats is how often the quick faults (a Pod killed, a partition, a
+// pause) repeat within one run: once for make test, twice for the rounds
+// of make robustness, which are about many faults.
+func repeats() int {
+	if rounds() > 1 {
+		return 2
+	}
+	return 1
+}
+
+func TestRobustness(t *testing.T) {
+	var feats []features.Feature
+	for round := range rounds() {
+		for _, sc := range scenarios {
+			feats = append(feats, features.New(fmt.Sprintf("%s round %d", sc.name, round+1)).
+				Assess(sc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+					runScenario(ctx, t, mustKube(t, cfg), sc, round)
+					return ctx
+				}).Feature())
+		}
+	}
+	testenv.Test(t, feats...)
+	if path := os.Getenv("RAFTSMAN_ROBUSTNESS_REPORT"); path != "" {
+		if err := writeReport(path); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func runScenario(ctx context.Context, t *testing.T, k *kube, sc scenario, round int) {
+	if sc.failpoints {
+		k.useFailpointOperator(ctx, t)
+	}
+	restartsBefore, err := k.operatorRestarts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(namespaceOf(ctx), "rb", sc.replicas)
+	if err := k.c.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(c)
+	waitConverged(ctx, t, k, key, sc.replicas, availableBound)
+
+	newClient := robustness.NewClientFactory(k.clientConfig(ctx, t, key, k.rootTLS(ctx, t, key)))
+	wc, err := newClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	prefix := fmt.Sprintf("/rb/%s/%d/", sc.name, round)
+	w, err := robustness.Watch(ctx, wc, prefix, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	trafficCtx, stopTraffic := context.WithCancel(ctx)
+	defer stopTraffic()
+	var (
+		h       *robustness.History
+		herr    error
+		running = make(chan struct{})
+	)
+	go func() {
+		defer close(running)
+		h, herr = robustness.Run(trafficCtx, robustness.TrafficConfig{
+			NewClient: newClient, Prefix: prefix, Clients: 4, Keys: 10,
+			Duration: 30 * time.Minute, MaxOperations: 1 << 30, Rate: 100,
+			Seed: uint64(time.Now().UnixNano()),
+		})
+	}()
+	e := &faultEnv{ctx: ctx, t: t, k: k, key: key, rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(round)))}
+	// Traffic before the first fault, so the history has a baseline.
+	time.Sleep(2 * time.Second)
+	sc.inject(e)
+	backToAvailable := time.Since(e.lastHealed)
+	// Traffic after the last repair, on the healed cluster.
+	time.Sleep(3 * time.Second)
+	stopTraffic()
+	<-running
+	if herr != nil {
+		t.Fatalf("traffic: %v", herr)
+	}
+	final, err := robustness.ReadFinal(ctx, wc, prefix, time.Minute)
+	if err != nil {
+		t.Fatalf("final read: %v", err)
+	}
+	watch := w.Stop(final.Revision, 30*time.Second)
+	r := robustness.Check(h, final, robustness.CheckConfig{Watch: watch, Timeout: 2 * time.Minute})
+
+	o := outcome{
+		scenario: sc.name, round: round + 1, ops: r.Counts.Operations, acked: r.Counts.Acked,
+		indet: r.Counts.Indeterminate, faults: e.faults, verdict: string(r.Linearizable),
+		longestGap: longestGap(h), backToAvailable: backToAvailable, ok: r.OK(),
+	}
+	t.Logf("%s: %d faults, %d ops (%d acked, %d indeterminate), %s, longest gap between successful operations %.1fs, Available again %.1fs after the last repair",
+		sc.name, e.faults, o.ops, o.acked, o.indet, r.Linearizable, o.longestGap.Seconds(), o.backToAvailable.Seconds())
+	if !r.OK() {
+		dir := filepath.Join(repoRoot, "_output/robustness", fmt.Sprintf("%s-%s", sc.name, time.Now().Format("20060102-150405")))
+		if err := r.Write(dir); err != nil {
+			t.Error(err)
+		}
+		t.Errorf("history not correct (kept in %s): %s", dir, r)
+	}
+
+	// etcd's member list is the EtcdMembers.
+	ids := memberIDs(ctx, t, wc)
+	members := e.members()
+	if len(ids) != len(members) {
+		t.Errorf("etcd has members %v, EtcdMembers are %v", ids, memberNames(members))
+	}
+	for _, m := range members {
+		if id, ok := ids[m.Name]; !ok || fmt.Sprintf("%x", id) != strings.TrimLeft(m.Status.MemberID, "0") {
+			t.Errorf("EtcdMember %s (ID %s) is not etcd's member %x", m.Name, m.Status.MemberID, id)
+		}
+	}
+	// The operator died only where a failpoint made it.
+	restarts, err := k.operatorRestarts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := int(restarts - restartsBefore); !sc.failpoints && got != 0 {
+		t.Errorf("the operator restarted %d times with no failpoint armed", got)
+	} else if sc.failpoints && got > e.failpoints {
+		t.Errorf("the operator restarted %d times, %d of them at failpoints", got, e.failpoints)
+	}
+	if sc.failpoints {
+		if out, err := k.previousOperatorLog(ctx); err == nil && strings.Contains(out, "panic:") && !strings.Contains(out, "panic: failpoint") {
+			t.Errorf("the operator's last run ended in a panic that is no failpoint:\n%s", tail(out, 40))
+		}
+	}
+	o.ok = o.ok && !t.Failed()
+	outcomesMu.Lock()
+	outcomes = append(outcomes, o)
+	outcomesMu.Unlock()
+}
+
+// longestGap is the longest time with no successful operation.
+func longestGap(h *robustness.History) time.Duration {
+	var done []int64
+	for _, op := range h.Operations {
+		if op.Error == "" && !op.Indeterminate {
+			done = append(done, op.Return)
+		}
+	}
+	slices.Sort(done)
+	var gap int64
+	for i := 1; i < len(done); i++ {
+		gap = max(gap, done[i]-done[i-1])
+	}
+	return time.Duration(gap)
+}
+
+func memberNames(ms []etcdv1.EtcdMember) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// writeReport writes the rounds' outcomes as a Markdown table.
+func writeReport(path string) error {
+	outcomesMu.Lock()
+	defer outcomesMu.Unlock()
+	var b strings.Builder
+	faults := 0
+	for _, o := range outcomes {
+		faults += o.faults
+	}
+	fmt.Fprintf(&b, "# Robustness\n\n`make robustness`, %s: %d rounds of every scenario, %d faults injected in all, with random timing. ", time.Now().UTC().Format("2006-01-02"), rounds(), faults)
+	b.WriteString("Each row is one run: a fresh 3-member cluster (etcd " + etcdVersion + ", TLS), 4 clients writing and reading through the client Service at up to 100 operations/s while the faults happen, then the whole history checked for linearizability (porcupine), every acknowledged write looked for in a final read, the watch checked for gaps, etcd's member list compared with the EtcdMembers, and the operator's restarts with the failpoints fired.\n\n")
+	b.WriteString("| scenario | round | faults | operations | acknowledged | indeterminate | verdict | longest gap between successful operations | Available again after the last repair | pass |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, o := range outcomes {
+		pass := "yes"
+		if !o.ok {
+			pass = "**no**"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %.1f s | %.1f s | %s |\n", o.scenario, o.round, o.faults, o.ops, o.acked, o.indet, o.verdict, o.longestGap.Seconds(), o.backToAvailable.Seconds(), pass)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func objectMeta(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
