@@ -11,7 +11,7 @@ IMG ?= raftsman:dev
 KUBE_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$KUBE_VERSION')
 KUBECTL := $(CURDIR)/_output/bin/kubernetes-$(KUBE_VERSION)/kubectl
 
-.PHONY: s3-server all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules bench-scale
+.PHONY: robustness s3-server all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules bench-scale
 
 all: build
 
@@ -60,20 +60,25 @@ s3-server: ## build the S3 server (versitygw) the backup tests store snapshots i
 	bash hack/s3/versitygw.sh build >/dev/null
 
 e2e: cluster-up images cert-manager-up dist s3-server ## end-to-end tests on the local cluster
-	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 50m -v ./test/e2e/...
 
 rules: ## the PrometheusRule checked with Prometheus's own parser and query engine (a module of its own)
 	cd test/rules && go test -count=1 ./...
 
 test: verify-generated vet rules envtest-assets cluster-up images cert-manager-up s3-server ## everything: unit, envtest, rules, e2e
 	RAFTSMAN_VERSITYGW=$$(bash hack/s3/versitygw.sh build) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./...
-	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 30m -v ./test/e2e/...
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 50m -v ./test/e2e/...
 
 demo: cluster-up images dist ## local cluster, operator, a 3-member cluster Available
 	bash hack/demo.sh
 
 bench-scale: envtest-assets ## 1000 clusters in envtest with a fake etcd per cluster; writes its section of bench/RESULTS.md
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/benchscale -out bench/RESULTS.md
+
+ROUNDS ?= 5
+robustness: cluster-up images cert-manager-up dist s3-server ## ROUNDS rounds of every robustness scenario with random fault timing; writes bench/ROBUSTNESS.md
+	RAFTSMAN_ROBUSTNESS_ROUNDS=$(ROUNDS) RAFTSMAN_ROBUSTNESS_REPORT=$(CURDIR)/bench/ROBUSTNESS.md KUBECONFIG=$(KUBECONFIG_LOCAL) \
+		go test -count=1 -tags e2e -timeout 150m -v -run 'TestRobustness$$' ./test/e2e/...
 
 bench: cluster-up images dist
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/bench -out bench/RESULTS.md
