@@ -13,6 +13,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +87,43 @@ func withClientCert(base *tls.Config, cert tls.Certificate) *tls.Config {
 	c := base.Clone()
 	c.Certificates = []tls.Certificate{cert}
 	return c
+}
+
+// tlsRefusal connects to a member's client port and reads the first bytes
+// the member sends: nil when it accepts the client certificate, else how
+// the session ended. etcd refuses a certificate of a CA it does not trust
+// with a TLS alert, which with TLS 1.3 the client reads after its side of
+// the handshake; that tells a refusal from a member that cannot be reached.
+func tlsRefusal(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, member string, cfg *tls.Config) error {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: member}, p); err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Clone()
+	c.ServerName = fmt.Sprintf("%s.%s-peer.%s.svc", member, key.Name, key.Namespace)
+	c.NextProtos = []string{"h2"}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 3 * time.Second}, Config: c}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Status.PodIP, fmt.Sprint(etcdv1.ClientPort)))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	_, err = conn.Read(make([]byte, 1))
+	return err
+}
+
+// wantTLSRefusal fails unless every member ends the session with a TLS
+// alert.
+func wantTLSRefusal(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, what string, cfg *tls.Config) {
+	t.Helper()
+	for _, m := range getCluster(ctx, t, k, key).Status.Members {
+		err := tlsRefusal(ctx, t, k, key, m.Name, cfg)
+		if err == nil || !strings.Contains(err.Error(), "remote error: tls") {
+			t.Errorf("%s at member %s: %v, want a TLS alert", what, m.Name, err)
+		}
+	}
 }
 
 // podUIDs are the UIDs of the members' Pods, to tell when each restarted.
@@ -162,6 +201,7 @@ func TestClientCertificateTrust(t *testing.T) {
 			} else {
 				t.Logf("another CA's root certificate refused: %v", err)
 			}
+			wantTLSRefusal(ctx, t, k, key, "another CA's root certificate", withClientCert(root, other.clientCert(t, "root")))
 
 			// A certificate with common name root, client authentication,
 			// from the issuer of the serving certificate.
@@ -190,6 +230,12 @@ func TestClientCertificateTrust(t *testing.T) {
 				t.Errorf("a certificate with common name root from the serving certificate's issuer was accepted")
 			} else {
 				t.Logf("the issuer's root certificate refused: %v", err)
+			}
+			wantTLSRefusal(ctx, t, k, key, "the issuer's root certificate", withClientCert(root, cert))
+			for _, m := range getCluster(ctx, t, k, key).Status.Members {
+				if err := tlsRefusal(ctx, t, k, key, m.Name, root); err != nil {
+					t.Errorf("member %s refuses the client Secret's certificate: %v", m.Name, err)
+				}
 			}
 			if err := tryPut(ctx, k.clientConfig(ctx, t, key, root)); err != nil {
 				t.Errorf("the client Secret's certificate: %v", err)
@@ -277,6 +323,7 @@ func TestClientCertificateTrust(t *testing.T) {
 			if err := tryPut(ctx, k.clientConfig(ctx, t, key, withClientCert(root, cert))); err == nil {
 				t.Errorf("the issuer's root certificate is accepted after the restarts")
 			}
+			wantTLSRefusal(ctx, t, k, key, "the issuer's root certificate after the restarts", withClientCert(root, cert))
 			if err := tryPut(ctx, k.clientConfig(ctx, t, key, root)); err != nil {
 				t.Errorf("the client Secret's certificate after the restarts: %v", err)
 			}
