@@ -7,7 +7,7 @@
 // In normal builds Hit does nothing and costs nothing. Built with the tag
 // "failpoints", the operator listens on RAFTSMAN_FAILPOINT_ADDR for
 //
-//	PUT /failpoints/<name>    body "panic": the next Hit of <name> panics
+//	PUT /failpoints/<name>    body "panic": the next Hit of <name> ends the process
 //	DELETE /failpoints/<name> disarms it
 //	GET /failpoints           lists the armed ones and how often each point was hit
 //

@@ -21,8 +21,9 @@ var (
 	hits  = map[string]int{}
 )
 
-// Hit fires the point if it is armed: it disarms it and panics, so the
-// process dies as in a crash.
+// Hit fires the point if it is armed: it disarms it and ends the process
+// at once, as a crash would. Not a Go panic: controller-runtime recovers
+// panics in reconcilers, and a recovered panic is no crash.
 func Hit(name string) {
 	mu.Lock()
 	hits[name]++
@@ -30,9 +31,13 @@ func Hit(name string) {
 	delete(armed, name)
 	mu.Unlock()
 	if ok && action == "panic" {
-		panic("failpoint " + name)
+		fmt.Fprintf(os.Stderr, "panic: failpoint %s\n", name)
+		exit(2)
 	}
 }
+
+// exit ends the process; tests replace it.
+var exit = os.Exit
 
 // Arm arms a point with an action; only "panic" is known.
 func Arm(name, action string) error {

@@ -136,13 +136,17 @@ func (k *kube) operatorRestarts(ctx context.Context) (int32, error) {
 	return n, nil
 }
 
-// previousOperatorLog is the log of the operator container's last run.
-func (k *kube) previousOperatorLog(ctx context.Context) (string, error) {
+// operatorLog is the log of the operator container's current or previous
+// run.
+func (k *kube) operatorLog(ctx context.Context, previous bool) (string, error) {
 	pods, err := k.operatorPods(ctx)
-	if err != nil || len(pods) == 0 {
+	if err != nil {
 		return "", err
 	}
-	raw, err := k.cs.CoreV1().Pods(operatorNamespace).GetLogs(pods[0].Name, &corev1.PodLogOptions{Container: "manager", Previous: true}).Do(ctx).Raw()
+	if len(pods) == 0 {
+		return "", fmt.Errorf("no operator Pod")
+	}
+	raw, err := k.cs.CoreV1().Pods(operatorNamespace).GetLogs(pods[0].Name, &corev1.PodLogOptions{Container: "manager", Previous: previous}).Do(ctx).Raw()
 	return string(raw), err
 }
 

@@ -147,6 +147,9 @@ type scenario struct {
 	// failpoints: run the operator built with failpoints.
 	failpoints bool
 	inject     func(e *faultEnv)
+	// index names the scenario's cluster, unique within the test's
+	// namespace.
+	index int
 }
 
 var scenarios = []scenario{
@@ -323,7 +326,8 @@ func repeats() int {
 func TestRobustness(t *testing.T) {
 	var feats []features.Feature
 	for round := range rounds() {
-		for _, sc := range scenarios {
+		for i, sc := range scenarios {
+			sc.index = i
 			feats = append(feats, features.New(fmt.Sprintf("%s round %d", sc.name, round+1)).
 				Assess(sc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 					runScenario(ctx, t, mustKube(t, cfg), sc, round)
@@ -347,10 +351,12 @@ func runScenario(ctx context.Context, t *testing.T, k *kube, sc scenario, round 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCluster(namespaceOf(ctx), "rb", sc.replicas)
+	c := newCluster(namespaceOf(ctx), fmt.Sprintf("rb%d-%d", sc.index, round+1), sc.replicas)
 	if err := k.c.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
+	// Each run frees its Pods and volumes for the next.
+	defer func() { _ = k.c.Delete(context.Background(), c) }()
 	key := client.ObjectKeyFromObject(c)
 	waitConverged(ctx, t, k, key, sc.replicas, availableBound)
 
@@ -436,9 +442,15 @@ func runScenario(ctx context.Context, t *testing.T, k *kube, sc scenario, round 
 	} else if sc.failpoints && got > e.failpoints {
 		t.Errorf("the operator restarted %d times, %d of them at failpoints", got, e.failpoints)
 	}
-	if sc.failpoints {
-		if out, err := k.previousOperatorLog(ctx); err == nil && strings.Contains(out, "panic:") && !strings.Contains(out, "panic: failpoint") {
-			t.Errorf("the operator's last run ended in a panic that is no failpoint:\n%s", tail(out, 40))
+	// controller-runtime recovers a reconciler's panic and logs it; a
+	// failpoint ends the process with "panic: failpoint <name>".
+	for _, previous := range []bool{false, true} {
+		out, err := k.operatorLog(ctx, previous)
+		if err != nil {
+			continue // no previous run
+		}
+		if strings.Contains(out, "Observed a panic") || (strings.Contains(out, "panic:") && !strings.Contains(out, "panic: failpoint")) {
+			t.Errorf("the operator panicked outside a failpoint:\n%s", tail(out, 40))
 		}
 	}
 	o.ok = o.ok && !t.Failed()
