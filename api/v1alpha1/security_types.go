@@ -91,8 +91,10 @@ type ClientTLS struct {
 	Operator *OperatorTLSSource `json:"operator,omitempty"`
 
 	// SecretRef names a Secret of yours holding the serving certificate
-	// (tls.crt, tls.key) and the CA (ca.crt) that signs your clients'
-	// certificates.
+	// (tls.crt, tls.key) and the CA that signs it (ca.crt). Clients get that
+	// CA in the client Secret to check the members. Members do not accept
+	// client certificates of this CA unless it is also named in
+	// trustedCASecretRef.
 	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.tls.client.secretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional
 	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
@@ -101,18 +103,22 @@ type ClientTLS struct {
 	// +optional
 	CertManager *CertManagerSource `json:"certManager,omitempty"`
 
-	// Mutual: clients must present a certificate signed by a trusted CA. The
-	// operator's own client certificate (common name root) is always trusted.
+	// Mutual: clients must present a certificate signed by the operator's CA
+	// of this cluster or by a CA in trustedCASecretRef. The operator's own
+	// client certificate (common name root) is always trusted.
 	// +kubebuilder:default=true
 	// +optional
 	Mutual *bool `json:"mutual,omitempty"`
 
 	// TrustedCASecretRef names a Secret of yours whose ca.crt holds the CAs
 	// whose client certificates members accept, besides the operator's CA of
-	// this cluster. The CA of a cert-manager issuer or of the peer
-	// certificate is never trusted for clients unless it is named here:
-	// whoever can get a certificate from it could otherwise connect, and as
-	// root with common name root.
+	// this cluster. The CA of a cert-manager issuer, of the peer certificate
+	// or of a client secretRef is never trusted for clients unless it is
+	// named here: whoever can get a certificate from it could otherwise
+	// connect, and as root with common name root. Every certificate in
+	// ca.crt must be a CA; expired ones are left out. The Secret is read
+	// again every minute, and a change restarts the members one at a time,
+	// since etcd loads the CAs it trusts only at start.
 	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.tls.client.trustedCASecretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional
 	TrustedCASecretRef *corev1.LocalObjectReference `json:"trustedCASecretRef,omitempty"`
@@ -194,7 +200,8 @@ type TLSStatus struct {
 	// +optional
 	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
 	// TrustRevision names the set of CAs members load when they start. When
-	// it changes (a CA rotation), the cluster controller restarts the
+	// it changes (a CA rotation, a new CA in your peer Secret, or a change of
+	// spec.tls.client.trustedCASecretRef), the cluster controller restarts the
 	// members one at a time, each once the others are healthy.
 	// +optional
 	TrustRevision string `json:"trustRevision,omitempty"`
