@@ -93,8 +93,36 @@ func (k *kube) useFailpointOperator(ctx context.Context, t *testing.T) {
 	t.Cleanup(func() { k.setOperatorImage(context.Background(), t, "raftsman:dev") })
 }
 
-// armFailpoint makes the operator panic the next time it passes name.
+// waitOperatorReady waits for a ready operator Pod.
+func (k *kube) waitOperatorReady(ctx context.Context, t *testing.T) {
+	t.Helper()
+	waitFor(ctx, t, 2*time.Minute, "a ready operator Pod", func() (bool, error) {
+		pods, err := k.operatorPods(ctx)
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+}
+
+// armFailpoint makes the operator die the next time it passes name. The
+// operator may just be starting again after the last point: it waits for
+// a ready Pod.
 func (k *kube) armFailpoint(ctx context.Context, name string) error {
+	var lastErr error
+	err := poll(ctx, time.Minute, func() (bool, error) {
+		lastErr = k.armOnce(ctx, name)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", err, lastErr)
+	}
+	return nil
+}
+
+func (k *kube) armOnce(ctx context.Context, name string) error {
 	pods, err := k.operatorPods(ctx)
 	if err != nil {
 		return err
