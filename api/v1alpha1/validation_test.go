@@ -77,15 +77,9 @@ const (
 )
 
 // ownedFlags are the etcd flags the operator sets itself; the extraArgs rule
-// must refuse every one of them.
-var ownedFlags = []string{
-	"name", "data-dir", "wal-dir", "initial-cluster", "initial-cluster-state", "initial-cluster-token",
-	"initial-advertise-peer-urls", "advertise-client-urls", "listen-peer-urls", "listen-client-urls",
-	"listen-metrics-urls", "listen-client-http-urls", "discovery", "discovery-srv", "force-new-cluster",
-	"cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file",
-	"peer-trusted-ca-file", "peer-client-cert-auth", "auto-tls", "peer-auto-tls", "config-file",
-	"peer-cert-allowed-hostname",
-}
+// must refuse every one of them. pkg/resources checks that the list covers
+// every flag the Pod builder sets.
+var ownedFlags = etcdv1.OwnedExtraArgs
 
 // refusedFlags are real etcd flags (of 3.5, 3.6 or 3.7) that change a
 // member's identity, membership, durability or security, or that make etcd

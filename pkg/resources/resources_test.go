@@ -315,3 +315,26 @@ func TestMemberPodSpreads(t *testing.T) {
 		})
 	}
 }
+
+// TestOperatorFlagsAreOwned: every flag the Pod builder sets is one that
+// spec.options.extraArgs may not set (owned, or with a typed field), so no
+// user flag can override the operator's.
+func TestOperatorFlagsAreOwned(t *testing.T) {
+	t.Parallel()
+	m := member(etcdv1.InitialClusterStateNew, etcdv1.EtcdOptions{
+		QuotaBackendBytes: ptr.To[int64](1), AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
+		SnapshotCount: ptr.To[int64](1), HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](1000),
+		MaxRequestBytes: ptr.To[int32](1),
+	}, etcdv1.StorageSpec{})
+	m.Spec.TLS = &etcdv1.MemberTLS{PeerSecretName: "p", ServerSecretName: "s", ClientCertAuth: true}
+	refused := append(slices.Clone(etcdv1.OwnedExtraArgs), etcdv1.TypedExtraArgs...)
+	for _, a := range EtcdArgs(m, true) {
+		flag, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !slices.Contains(refused, flag) {
+			t.Errorf("the operator sets --%s, which spec.options.extraArgs could override: add it to OwnedExtraArgs", flag)
+		}
+		if slices.Contains(etcdv1.AllowedExtraArgs, flag) {
+			t.Errorf("--%s is both set by the operator and allowed in extraArgs", flag)
+		}
+	}
+}
