@@ -263,52 +263,48 @@ var scenarios = []scenario{
 	{
 		name: "member-then-leader-partitioned", replicas: 3,
 		inject: func(e *faultEnv) {
-			for i := range 2 * repeats() {
-				leader := i%2 == 1
-				e.wait(time.Second, 4*time.Second)
-				victim := e.follower()
-				if leader {
-					victim = e.pick(true)
-				}
-				if err := partition(e.ctx, victim); err != nil {
-					e.t.Fatal(err)
-				}
-				e.faults++
-				e.t.Logf("cut %s (leader %v) off from its peers", victim, leader)
-				e.wait(3*time.Second, 8*time.Second)
-				if err := heal(e.ctx, victim); err != nil {
-					e.t.Fatal(err)
-				}
-				e.ended()
-				e.converged(3)
-			}
+			e.followerThenLeader("cut off from its peers", 3*time.Second, 8*time.Second, func(victim string) (func() error, error) {
+				return func() error { return heal(e.ctx, victim) }, partition(e.ctx, victim)
+			})
 		},
 	},
 	{
 		name: "member-paused", replicas: 3,
 		inject: func(e *faultEnv) {
-			for i := range 2 * repeats() {
-				leader := i%2 == 1
-				e.wait(time.Second, 4*time.Second)
-				victim := e.follower()
-				if leader {
-					victim = e.pick(true)
-				}
+			e.followerThenLeader("paused", 2*time.Second, 6*time.Second, func(victim string) (func() error, error) {
 				pid, err := pause(victim)
-				if err != nil {
-					e.t.Fatal(err)
-				}
-				e.faults++
-				e.t.Logf("paused %s (leader %v)", victim, leader)
-				e.wait(2*time.Second, 6*time.Second)
-				if err := resume(pid); err != nil {
-					e.t.Fatal(err)
-				}
-				e.ended()
-				e.converged(3)
-			}
+				return func() error { return resume(pid) }, err
+			})
 		},
 	},
+}
+
+// followerThenLeader injects a fault into a follower, then into the
+// leader, repeats() times: fault starts it and returns what ends it; the
+// fault lasts a random time in [min, max), and the cluster must converge
+// again after each.
+func (e *faultEnv) followerThenLeader(what string, min, max time.Duration, fault func(victim string) (func() error, error)) {
+	e.t.Helper()
+	for i := range 2 * repeats() {
+		leader := i%2 == 1
+		e.wait(time.Second, 4*time.Second)
+		victim := e.follower()
+		if leader {
+			victim = e.pick(true)
+		}
+		end, err := fault(victim)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.faults++
+		e.t.Logf("%s %s (leader %v)", what, victim, leader)
+		e.wait(min, max)
+		if err := end(); err != nil {
+			e.t.Fatal(err)
+		}
+		e.ended()
+		e.converged(3)
+	}
 }
 
 // outcome is one run of a scenario, for the report.
