@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -202,6 +203,15 @@ var scenarios = []scenario{
 			e.ended()
 			e.faults++
 			e.failpoints++
+			// Converged counts only once the member is gone and replaced:
+			// until its removal the status still shows three voters.
+			waitFor(e.ctx, e.t, availableBound, leader+" removed", func() (bool, error) {
+				err := e.k.c.Get(e.ctx, client.ObjectKey{Namespace: e.key.Namespace, Name: leader}, &etcdv1.EtcdMember{})
+				return apierrors.IsNotFound(err), ignoreNotFound(err)
+			})
+			waitFor(e.ctx, e.t, availableBound, "a replacement of "+leader, func() (bool, error) {
+				return len(e.members()) == 3, nil
+			})
 			e.converged(3)
 		},
 	},
