@@ -75,7 +75,7 @@ demo: cluster-up images dist ## local cluster, operator, a 3-member cluster Avai
 bench-scale: envtest-assets ## 1000 clusters in envtest with a fake etcd per cluster; writes its section of bench/RESULTS.md
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/benchscale -out bench/RESULTS.md
 
-ROUNDS ?= 5
+ROUNDS ?= 4
 robustness: cluster-up images cert-manager-up dist s3-server ## ROUNDS rounds of every robustness scenario with random fault timing; writes bench/ROBUSTNESS.md
 	RAFTSMAN_ROBUSTNESS_ROUNDS=$(ROUNDS) RAFTSMAN_ROBUSTNESS_REPORT=$(CURDIR)/bench/ROBUSTNESS.md KUBECONFIG=$(KUBECONFIG_LOCAL) \
 		go test -count=1 -tags e2e -timeout 150m -v -run 'TestRobustness$$' ./test/e2e/...

@@ -343,11 +343,11 @@ func rounds() int {
 }
 
 // repeats is how often the quick faults (a Pod killed, a partition, a
-// pause) repeat within one run: once for make test, twice for the rounds
+// pause) repeat within one run: once for make test, three times for the rounds
 // of make robustness, which are about many faults.
 func repeats() int {
 	if rounds() > 1 {
-		return 2
+		return 3
 	}
 	return 1
 }
@@ -365,11 +365,6 @@ func TestRobustness(t *testing.T) {
 		}
 	}
 	testenv.Test(t, feats...)
-	if path := os.Getenv("RAFTSMAN_ROBUSTNESS_REPORT"); path != "" {
-		if err := writeReport(path); err != nil {
-			t.Error(err)
-		}
-	}
 }
 
 func runScenario(ctx context.Context, t *testing.T, k *kube, sc scenario, round int) {
@@ -486,6 +481,13 @@ func runScenario(ctx context.Context, t *testing.T, k *kube, sc scenario, round 
 	outcomesMu.Lock()
 	outcomes = append(outcomes, o)
 	outcomesMu.Unlock()
+	// Written after every run, so that a long make robustness that is
+	// stopped keeps what it measured.
+	if path := os.Getenv("RAFTSMAN_ROBUSTNESS_REPORT"); path != "" {
+		if err := writeReport(path); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // longestGap is the longest time with no successful operation.
@@ -526,7 +528,7 @@ func writeReport(path string) error {
 	for _, o := range outcomes {
 		faults += o.faults
 	}
-	fmt.Fprintf(&b, "# Robustness\n\n`make robustness`, %s: %d rounds of every scenario, %d faults injected in all, with random timing. ", time.Now().UTC().Format("2006-01-02"), rounds(), faults)
+	fmt.Fprintf(&b, "# Robustness\n\n`make robustness ROUNDS=%d`, %s: %d runs, %d faults injected in all, with random timing. ", rounds(), time.Now().UTC().Format("2006-01-02"), len(outcomes), faults)
 	b.WriteString("Each row is one run: a fresh 3-member cluster (etcd " + etcdVersion + ", TLS), 4 clients writing and reading through the client Service at up to 100 operations/s while the faults happen, then the whole history checked for linearizability (porcupine), every acknowledged write looked for in a final read, the watch checked for gaps, etcd's member list compared with the EtcdMembers, and the operator's restarts with the failpoints fired.\n\n")
 	b.WriteString("| scenario | round | faults | operations | acknowledged | indeterminate | verdict | longest gap between successful operations | longest time from a fault's end to converged again | pass |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, o := range outcomes {
