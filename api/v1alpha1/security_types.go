@@ -83,6 +83,7 @@ type OperatorTLSSource struct{}
 
 // ClientTLS is the TLS of etcd's client port.
 // +kubebuilder:validation:XValidation:rule="(has(self.operator) ? 1 : 0) + (has(self.secretRef) ? 1 : 0) + (has(self.certManager) ? 1 : 0) <= 1",message="set at most one of operator, secretRef and certManager"
+// +kubebuilder:validation:XValidation:rule="!has(self.trustedCASecretRef) || !has(self.mutual) || self.mutual",message="spec.tls.client.trustedCASecretRef needs spec.tls.client.mutual: without client certificates members trust no client CA; remove one of them"
 // +kubebuilder:validation:XValidation:rule="(!has(self.mutual) || self.mutual) == (!has(oldSelf.mutual) || oldSelf.mutual)",message="spec.tls.client.mutual cannot change on an existing cluster: members check client certificates or not from their start"
 // +kubebuilder:validation:XValidation:rule="has(self.secretRef) == has(oldSelf.secretRef) && has(self.certManager) == has(oldSelf.certManager) && (!has(self.secretRef) || self.secretRef == oldSelf.secretRef) && (!has(self.certManager) || self.certManager == oldSelf.certManager)",message="spec.tls.client's source cannot change on an existing cluster: running members keep trusting the CA they started with"
 type ClientTLS struct {

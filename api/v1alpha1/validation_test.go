@@ -410,6 +410,10 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "trusted CA Secret without a name", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Client.TrustedCASecretRef = &corev1.LocalObjectReference{} }),
 			wantErr: []string{"spec.tls.client.trustedCASecretRef", "spec.tls.client.trustedCASecretRef." + msgSecretName}},
 		{name: "trusted CA Secret", spec: tlsSpec(func(t *etcdv1.TLSSpec) { t.Client.TrustedCASecretRef = userSecret })},
+		{name: "trusted CA Secret without client certificates", spec: tlsSpec(func(t *etcdv1.TLSSpec) {
+			t.Client.TrustedCASecretRef = userSecret
+			t.Client.Mutual = ptr.To(false)
+		}), wantErr: []string{"spec.tls.client.trustedCASecretRef needs spec.tls.client.mutual"}},
 		{name: "root credentials Secret without a name", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Auth.RootCredentialsSecretRef = &corev1.LocalObjectReference{} },
 			wantErr: []string{"spec.auth.rootCredentialsSecretRef", "spec.auth.rootCredentialsSecretRef." + msgSecretName}},
 		{name: "root credentials Secret", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Auth.RootCredentialsSecretRef = userSecret }},
