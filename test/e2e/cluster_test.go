@@ -45,26 +45,33 @@ func waitConverged(ctx context.Context, t *testing.T, k *kube, key client.Object
 	t.Helper()
 	c := &etcdv1.EtcdCluster{}
 	waitFor(ctx, t, timeout, fmt.Sprintf("%s to have %d healthy voters", key.Name, n), func() (bool, error) {
-		if err := k.c.Get(ctx, key, c); err != nil {
-			return false, err
-		}
-		a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
-		if a == nil || p == nil || a.Status != metav1.ConditionTrue || p.Status != metav1.ConditionFalse ||
-			a.ObservedGeneration != c.Generation || p.ObservedGeneration != c.Generation {
-			return false, fmt.Errorf("conditions %v", c.Status.Conditions)
-		}
-		if c.Status.ReadyReplicas != n || len(c.Status.Members) != int(n) {
-			return false, fmt.Errorf("ready %d members %d", c.Status.ReadyReplicas, len(c.Status.Members))
-		}
-		for _, m := range c.Status.Members {
-			if m.Role != etcdv1.RoleVoter || !m.Healthy {
-				return false, fmt.Errorf("member %+v", m)
-			}
-		}
-		return true, nil
+		return k.converged(ctx, key, n, c)
 	})
 	return c
+}
+
+// converged says whether the cluster is Available with exactly n healthy
+// voters, no learner, nothing in progress, for its current generation; c
+// is filled with what was read.
+func (k *kube) converged(ctx context.Context, key client.ObjectKey, n int32, c *etcdv1.EtcdCluster) (bool, error) {
+	if err := k.c.Get(ctx, key, c); err != nil {
+		return false, err
+	}
+	a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+	p := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+	if a == nil || p == nil || a.Status != metav1.ConditionTrue || p.Status != metav1.ConditionFalse ||
+		a.ObservedGeneration != c.Generation || p.ObservedGeneration != c.Generation {
+		return false, fmt.Errorf("conditions %v", c.Status.Conditions)
+	}
+	if c.Status.ReadyReplicas != n || len(c.Status.Members) != int(n) {
+		return false, fmt.Errorf("ready %d members %d", c.Status.ReadyReplicas, len(c.Status.Members))
+	}
+	for _, m := range c.Status.Members {
+		if m.Role != etcdv1.RoleVoter || !m.Healthy {
+			return false, fmt.Errorf("member %+v", m)
+		}
+	}
+	return true, nil
 }
 
 // etcdClient connects to the cluster's client Service with the client

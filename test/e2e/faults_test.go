@@ -122,7 +122,16 @@ func (k *kube) armFailpoint(ctx context.Context, name string) error {
 	return nil
 }
 
+// disarmFailpoint disarms a point that was not reached.
+func (k *kube) disarmFailpoint(ctx context.Context, name string) error {
+	return k.failpointRequest(ctx, http.MethodDelete, name, "")
+}
+
 func (k *kube) armOnce(ctx context.Context, name string) error {
+	return k.failpointRequest(ctx, http.MethodPut, name, "panic")
+}
+
+func (k *kube) failpointRequest(ctx context.Context, method, name, body string) error {
 	pods, err := k.operatorPods(ctx)
 	if err != nil {
 		return err
@@ -132,7 +141,7 @@ func (k *kube) armOnce(ctx context.Context, name string) error {
 			continue
 		}
 		url := fmt.Sprintf("http://%s:%d/failpoints/%s", p.Status.PodIP, failpointPort, name)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, strings.NewReader("panic"))
+		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -142,11 +151,11 @@ func (k *kube) armOnce(ctx context.Context, name string) error {
 		}
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("arm %s: %s", name, resp.Status)
+			return fmt.Errorf("%s %s: %s", method, name, resp.Status)
 		}
 		return nil
 	}
-	return fmt.Errorf("no ready operator Pod to arm %s in", name)
+	return fmt.Errorf("no ready operator Pod for failpoint %s", name)
 }
 
 // operatorRestarts is how often the operator's container restarted.
