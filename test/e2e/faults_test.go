@@ -96,7 +96,7 @@ func (k *kube) useFailpointOperator(ctx context.Context, t *testing.T) {
 // waitOperatorReady waits for a ready operator Pod.
 func (k *kube) waitOperatorReady(ctx context.Context, t *testing.T) {
 	t.Helper()
-	waitFor(ctx, t, 2*time.Minute, "a ready operator Pod", func() (bool, error) {
+	waitFor(ctx, t, availableBound, "a ready operator Pod", func() (bool, error) {
 		pods, err := k.operatorPods(ctx)
 		for _, p := range pods {
 			if p.DeletionTimestamp == nil && podReady(&p) {
@@ -111,15 +111,36 @@ func (k *kube) waitOperatorReady(ctx context.Context, t *testing.T) {
 // operator may just be starting again after the last point: it waits for
 // a ready Pod.
 func (k *kube) armFailpoint(ctx context.Context, name string) error {
+	// A container that died several times in a row restarts after the
+	// kubelet's back-off, which grows to minutes.
 	var lastErr error
-	err := poll(ctx, time.Minute, func() (bool, error) {
+	err := poll(ctx, availableBound, func() (bool, error) {
 		lastErr = k.armOnce(ctx, name)
 		return lastErr == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", err, lastErr)
+		return fmt.Errorf("%w: %v; operator Pods: %s", err, lastErr, k.describeOperator(ctx))
 	}
 	return nil
+}
+
+// describeOperator says in one line how the operator's Pods are.
+func (k *kube) describeOperator(ctx context.Context) string {
+	pods, err := k.operatorPods(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			state := "running"
+			if w := cs.State.Waiting; w != nil {
+				state = w.Reason
+			}
+			out = append(out, fmt.Sprintf("%s ready=%v restarts=%d %s", p.Name, cs.Ready, cs.RestartCount, state))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // disarmFailpoint disarms a point that was not reached.
