@@ -156,6 +156,16 @@ func (e *faultEnv) scale(n int32, point string) {
 			return ok, nil
 		})
 		if !died {
+			// The status may show the change done while the operator that
+			// did it is dying: look again once an operator is ready.
+			e.k.waitOperatorReady(e.ctx, e.t)
+			after, err := e.k.operatorRestarts(e.ctx)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			died = after > before
+		}
+		if !died {
 			if err := e.k.disarmFailpoint(e.ctx, point); err != nil {
 				e.t.Fatal(err)
 			}
