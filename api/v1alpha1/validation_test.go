@@ -219,6 +219,11 @@ func testClusterValidation(t *testing.T, c client.Client) {
 
 		{name: "minimal spec", spec: nil},
 
+		// spec.deletionPolicy
+		{name: "deletion policy Retain", patch: `{"spec":{"deletionPolicy":"Retain"}}`},
+		{name: "deletion policy back to Delete", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.DeletionPolicy = etcdv1.DeletionPolicyRetain }, patch: `{"spec":{"deletionPolicy":"Delete"}}`},
+		{name: "unknown deletion policy", patch: `{"spec":{"deletionPolicy":"Orphan"}}`, wantErr: []string{"spec.deletionPolicy", msgUnsupported}},
+
 		// spec.suspend, spec.backup, spec.bootstrap
 		{name: "suspend", patch: `{"spec":{"suspend":true}}`},
 		{name: "suspend a memory cluster", spec: memory, patch: `{"spec":{"suspend":true}}`, wantErr: []string{msgSuspendMemory}},
@@ -731,6 +736,9 @@ func testDefaults(t *testing.T, c client.Client) {
 			}
 			if got.Spec.Storage.Medium != etcdv1.StorageMediumDefault {
 				t.Errorf("spec.storage.medium = %q, want empty", got.Spec.Storage.Medium)
+			}
+			if got.Spec.DeletionPolicy != etcdv1.DeletionPolicyDelete {
+				t.Errorf("spec.deletionPolicy = %q, want the default Delete", got.Spec.DeletionPolicy)
 			}
 		}},
 		{name: "size of a memory cluster", spec: etcdv1.EtcdClusterSpec{Version: "3.6.16", Storage: etcdv1.StorageSpec{Medium: etcdv1.StorageMediumMemory}},
