@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,10 +14,6 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/kube"
 )
-
-// retainPoll bounds the wait for members to release their volumes; each
-// member's status change wakes the controller before that.
-const retainPoll = 10 * time.Second
 
 // reconcileDelete lets a deleted cluster go as a whole: its members are
 // released without MemberRemove (there is no cluster left to keep a quorum
@@ -34,9 +29,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *etcdv1.EtcdCluster)
 		return ctrl.Result{}, fmt.Errorf("list members: %w", err)
 	}
 	if c.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain {
+		// Not yet: the members' VolumeRetained conditions wake this
+		// controller through its watch of the EtcdMembers it owns.
 		waiting, err := r.retainVolumes(ctx, c, list.Items)
 		if err != nil || waiting > 0 {
-			return ctrl.Result{RequeueAfter: retainPoll}, err
+			return ctrl.Result{}, err
 		}
 	}
 	for i := range list.Items {
