@@ -24,8 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/raftsman/raftsman/pkg/failpoint"
 )
 
 const (
@@ -269,6 +267,3 @@ func pause(member string) (int, error) {
 }
 
 func resume(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }
-
-// failpointsKnown is checked by the scenarios: the points they arm exist.
-var failpointsKnown = failpoint.All

@@ -85,8 +85,8 @@ func (e *faultEnv) members() []etcdv1.EtcdMember {
 	return list.Items
 }
 
-// pick is a random member; leader picks the one etcd's status names leader.
-func (e *faultEnv) pick(leader bool) string {
+// pick is a random member among those etcd's status lists that match.
+func (e *faultEnv) pick(match func(etcdv1.ClusterMemberStatus) bool) string {
 	e.t.Helper()
 	c := &etcdv1.EtcdCluster{}
 	if err := e.k.c.Get(e.ctx, e.key, c); err != nil {
@@ -94,33 +94,19 @@ func (e *faultEnv) pick(leader bool) string {
 	}
 	var names []string
 	for _, m := range c.Status.Members {
-		if m.Leader == leader || !leader {
+		if match(m) {
 			names = append(names, m.Name)
 		}
 	}
 	if len(names) == 0 {
-		e.t.Fatalf("no member to pick (leader %v) in %+v", leader, c.Status.Members)
+		e.t.Fatalf("no member to pick in %+v", c.Status.Members)
 	}
 	return names[e.rnd.IntN(len(names))]
 }
 
-func (e *faultEnv) follower() string {
-	e.t.Helper()
-	c := &etcdv1.EtcdCluster{}
-	if err := e.k.c.Get(e.ctx, e.key, c); err != nil {
-		e.t.Fatal(err)
-	}
-	var names []string
-	for _, m := range c.Status.Members {
-		if !m.Leader {
-			names = append(names, m.Name)
-		}
-	}
-	if len(names) == 0 {
-		e.t.Fatal("no follower")
-	}
-	return names[e.rnd.IntN(len(names))]
-}
+func anyMember(etcdv1.ClusterMemberStatus) bool    { return true }
+func isLeader(m etcdv1.ClusterMemberStatus) bool   { return m.Leader }
+func isFollower(m etcdv1.ClusterMemberStatus) bool { return !m.Leader }
 
 // scale sets spec.replicas, with a failpoint armed first when point is set,
 // and waits for the cluster to converge at n. An armed point must fire: the
@@ -222,7 +208,7 @@ var scenarios = []scenario{
 			if err := e.k.armFailpoint(e.ctx, failpoint.BeforeMoveLeader); err != nil {
 				e.t.Fatal(err)
 			}
-			leader := e.pick(true)
+			leader := e.pick(isLeader)
 			if err := e.k.c.Delete(e.ctx, &etcdv1.EtcdMember{ObjectMeta: objectMeta(e.key.Namespace, leader)}); err != nil {
 				e.t.Fatal(err)
 			}
@@ -250,7 +236,7 @@ var scenarios = []scenario{
 		inject: func(e *faultEnv) {
 			for range 2 * repeats() {
 				e.wait(time.Second, 5*time.Second)
-				victim := e.pick(false)
+				victim := e.pick(anyMember)
 				old := &corev1.Pod{}
 				if err := e.k.c.Get(e.ctx, client.ObjectKey{Namespace: e.key.Namespace, Name: victim}, old); err != nil {
 					e.t.Fatal(err)
@@ -278,7 +264,7 @@ var scenarios = []scenario{
 		name: "member-pod-and-pvc-deleted", replicas: 3,
 		inject: func(e *faultEnv) {
 			e.wait(time.Second, 5*time.Second)
-			victim := e.pick(false)
+			victim := e.pick(anyMember)
 			ns := e.key.Namespace
 			if err := e.k.c.Delete(e.ctx, &corev1.PersistentVolumeClaim{ObjectMeta: objectMeta(ns, "data-"+victim)}); err != nil {
 				e.t.Fatal(err)
@@ -328,9 +314,9 @@ func (e *faultEnv) followerThenLeader(what string, min, max time.Duration, fault
 	for i := range 2 * repeats() {
 		leader := i%2 == 1
 		e.wait(time.Second, 4*time.Second)
-		victim := e.follower()
+		victim := e.pick(isFollower)
 		if leader {
-			victim = e.pick(true)
+			victim = e.pick(isLeader)
 		}
 		end, err := fault(victim)
 		if err != nil {
