@@ -459,13 +459,14 @@ SRC
 what=${1:-all}
 case $what in
   kubernetes) build_kubernetes ;;
-  etcd) build_etcd "$ETCD_VERSION"; build_etcd "$ETCD_OLD_VERSION" ;;
+  etcd) build_etcd "$ETCD_VERSION"; build_etcd "$ETCD_OLD_VERSION"; build_etcd "$ETCD_NEXT_VERSION" ;;
   cert-manager) build_cert_manager ;;
   # What envtest needs (KUBEBUILDER_ASSETS): kube-apiserver, kubectl and etcd.
   envtest) build_etcd "$ETCD_VERSION"; build_kubernetes kube-apiserver kubectl ;;
   all)
     build_etcd "$ETCD_VERSION"
     build_etcd "$ETCD_OLD_VERSION"
+    build_etcd "$ETCD_NEXT_VERSION"
     build_kubernetes
     build_go_install coredns github.com/coredns/coredns "$COREDNS_VERSION" coredns
     build_go_install local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION" local-path-provisioner

@@ -15,15 +15,5 @@ build_failpoints_image || die "building the failpoints image failed"
 import_images raftsman raftsman-failpoints
 log "imported $OPERATOR_IMAGE ($(tar -xOf "$IMAGE_DIR/raftsman.tar" manifest.json | sed 's/.*"Config":"\([^"]*\)".*/\1/'))"
 
-# Base images, in case containerd lost them.
-present=$(ctr images ls -q)
-missing=()
-for pair in "pause=$PAUSE_IMAGE" "etcd-v$ETCD_VERSION=$ETCD_REPOSITORY:v$ETCD_VERSION" \
-  "etcd-v$ETCD_OLD_VERSION=$ETCD_REPOSITORY:v$ETCD_OLD_VERSION" "busybox=$BUSYBOX_IMAGE"; do
-  grep -qx "${pair#*=}" <<<"$present" || missing+=("${pair%%=*}")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  build_base_images
-  import_images "${missing[@]}"
-  log "imported ${missing[*]}"
-fi
+# Base images, in case containerd lost them or a version was added since cluster-up.
+import_missing_base_images || die "loading the base images into containerd failed"

@@ -226,12 +226,12 @@ image() {
   echo "$key" > "$tar.key"
 }
 
-# build_base_images writes the tarballs of pause, etcd (both versions) and busybox.
+# build_base_images writes the tarballs of pause, etcd (all three versions) and busybox.
 build_base_images() {
   build_tools
   image pause -tag "$PAUSE_IMAGE" -file "/pause=$BIN_DIR/pause" -entrypoint /pause -user 65535:65535
   local v d
-  for v in "$ETCD_VERSION" "$ETCD_OLD_VERSION"; do
+  for v in "$ETCD_VERSION" "$ETCD_OLD_VERSION" "$ETCD_NEXT_VERSION"; do
     d=$BIN_DIR/etcd-v$v
     # Laid out like the upstream image: binaries in /usr/local/bin, a /tmp and /var/lib/etcd.
     image "etcd-v$v" -tag "$ETCD_REPOSITORY:v$v" \
@@ -277,4 +277,23 @@ import_images() {
   for n in "$@"; do
     ctr images import "$IMAGE_DIR/$n.tar" >/dev/null || die "importing $n.tar into containerd failed"
   done
+}
+
+# import_missing_base_images loads the base images (pause, etcd, busybox) that the
+# running containerd lacks: ones it lost, or an etcd version added to versions.sh after
+# the cluster started. It builds the etcd binaries first (cached: instant unless a
+# version is new).
+import_missing_base_images() {
+  local present pair missing=()
+  present=$(ctr images ls -q) || return 1
+  for pair in "pause=$PAUSE_IMAGE" "etcd-v$ETCD_VERSION=$ETCD_REPOSITORY:v$ETCD_VERSION" \
+    "etcd-v$ETCD_OLD_VERSION=$ETCD_REPOSITORY:v$ETCD_OLD_VERSION" \
+    "etcd-v$ETCD_NEXT_VERSION=$ETCD_REPOSITORY:v$ETCD_NEXT_VERSION" "busybox=$BUSYBOX_IMAGE"; do
+    grep -qx "${pair#*=}" <<<"$present" || missing+=("${pair%%=*}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  "$root/hack/cluster/build.sh" etcd || return 1
+  build_base_images || return 1
+  import_images "${missing[@]}"
+  log "imported ${missing[*]}"
 }

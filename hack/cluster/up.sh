@@ -4,7 +4,8 @@
 # kube-proxy, CoreDNS and local-path-provisioner, all as host processes built from
 # source. Writes the admin kubeconfig to _output/cluster/kubeconfig.
 #
-# Idempotent: when every component runs and the node is Ready it returns at once.
+# Idempotent: when every component runs and the node is Ready it only loads the base
+# images containerd lacks (say an etcd version new in versions.sh) and returns.
 # Otherwise it clears whatever an earlier run left (down.sh) and starts afresh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -296,6 +297,8 @@ set_sysctls() {
 
 other_owner_check
 if cluster_healthy; then
+  # A cluster started before an etcd version was added to versions.sh gets its image now.
+  import_missing_base_images || die "loading the base images into containerd failed"
   log "cluster already up; KUBECONFIG=$ADMIN_KUBECONFIG"
   exit 0
 fi
@@ -305,7 +308,7 @@ log "building binaries (cached under _output/bin)"
 "$root/hack/cluster/build.sh" all
 log "building images"
 build_base_images
-images=(pause "etcd-v$ETCD_VERSION" "etcd-v$ETCD_OLD_VERSION" busybox)
+images=(pause "etcd-v$ETCD_VERSION" "etcd-v$ETCD_OLD_VERSION" "etcd-v$ETCD_NEXT_VERSION" busybox)
 # The cluster does not depend on the operator: if its code is missing or does not
 # build right now, start without its image; `make images` loads it later.
 if build_operator_image; then

@@ -1,9 +1,11 @@
 # Versions of every component of the local cluster. Sourced by the other scripts.
 # Built binaries are cached under _output/bin/<component>-<version>/ and never rebuilt.
 KUBE_VERSION=${KUBE_VERSION:-v1.34.2}
-# The default etcd version of the operator, and an older minor release for upgrade tests.
+# The default etcd version of the operator, and an older and a newer minor release for
+# upgrade tests (ETCD_OLD_VERSION -> ETCD_VERSION -> ETCD_NEXT_VERSION).
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 ETCD_OLD_VERSION=${ETCD_OLD_VERSION:-3.5.35}
+ETCD_NEXT_VERSION=${ETCD_NEXT_VERSION:-3.7.3}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.12.4}
 LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 CRICTL_VERSION=${CRICTL_VERSION:-v1.34.0}
