@@ -237,9 +237,18 @@ const (
 	// is set (Progressing False once none runs).
 	ReasonSuspending = "Suspending"
 
-	// ReasonRestartingMembers: members restart one at a time to load new
-	// trusted CAs (Progressing True).
-	ReasonRestartingMembers = "RestartingMembers"
+	// ReasonRollingUpdate: members take a new spec (version, image,
+	// resources, Pod template, options, trusted CAs) one at a time
+	// (Progressing True; the message names the member and how far along).
+	ReasonRollingUpdate = "RollingUpdate"
+	// ReasonUpgradeBlocked: a version change cannot start or go on (a
+	// minor skipped, a patch too old to upgrade from); nothing restarts
+	// (Progressing True, the message names the path).
+	ReasonUpgradeBlocked = "UpgradeBlocked"
+	// ReasonRolloutStuck: a member restarted by a rollout did not come back
+	// healthy in time; the rollout touches no other member until the spec
+	// changes again (Degraded True, the message names the member).
+	ReasonRolloutStuck = "RolloutStuck"
 )
 
 // Reasons of EtcdMember conditions.
@@ -259,6 +268,12 @@ const (
 	ReasonWaitingForRegistration = "WaitingForRegistration"
 	// ReasonDataLost: the member's volume is gone; the member must be replaced.
 	ReasonDataLost = "DataLost"
+	// ReasonRestarting: the Pod is being recreated to take the member's
+	// new spec (Ready False).
+	ReasonRestarting = "Restarting"
+	// ReasonPodFailing: the etcd container cannot run (its image cannot be
+	// pulled, it exits at start); the message has what the kubelet says.
+	ReasonPodFailing = "PodFailing"
 
 	// ReasonVolumeReleased: the member's PVC no longer belongs to it and
 	// outlives it (VolumeRetained True).

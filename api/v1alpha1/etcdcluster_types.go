@@ -10,6 +10,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.storage) || !has(self.storage) || (has(self.storage.medium) && self.storage.medium == 'Memory') == (has(oldSelf.storage.medium) && oldSelf.storage.medium == 'Memory')",message="spec.storage.medium cannot change once the cluster exists: create a new cluster and move the data with a backup"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || ((!has(self.tls.disabled) || !self.tls.disabled) && (!has(self.tls.client.mutual) || self.tls.client.mutual))",message="spec.auth.enabled needs TLS with client certificates (spec.tls.client.mutual, the default): the operator acts as root with its client certificate"
 // +kubebuilder:validation:XValidation:rule="!has(self.suspend) || !self.suspend || !has(self.storage) || !has(self.storage.medium) || self.storage.medium != 'Memory'",message="spec.suspend cannot be set on a cluster with spec.storage.medium Memory: its data lives only as long as its Pods; take a backup and delete the cluster instead"
+// +kubebuilder:validation:XValidation:rule="!self.version.matches('^3\\\\.[7-9]\\\\.') || !has(self.options.extraArgs) || self.options.extraArgs.all(k, !k.startsWith('experimental-'))",message="spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later: 3.7 removed them and would not start. Use the names 3.6 gave them (for example corrupt-check-time for experimental-corrupt-check-time)"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change: it only says how a new cluster starts"
 type EtcdClusterSpec struct {
 	// Replicas is the number of etcd members. Odd numbers tolerate the most
@@ -20,8 +21,13 @@ type EtcdClusterSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Version is the etcd version to run, like 3.6.16.
+	// Version is the etcd version to run, like 3.6.16. Changing it rolls
+	// the members over one at a time: patch versions freely, minor versions
+	// one at a time in either direction (see the README, Upgrades).
+	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:validation:XValidation:rule="self.matches('^3\\\\.[5-9]\\\\.[0-9]+$')",message="spec.version must be an etcd release like 3.6.16 (3.5 or newer, without a leading v)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^3\\\\.5\\\\.[0-9]+$') || self.matches('^3\\\\.5\\\\.(1[1-9]|[2-9][0-9]|[1-9][0-9][0-9]+)$')",message="spec.version 3.5 must be 3.5.11 or later: earlier 3.5 releases lack the /livez and /readyz endpoints the member Pods are probed on"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^3\\\\.[5-9]\\\\.[0-9]+$') || !oldSelf.matches('^3\\\\.[5-9]\\\\.[0-9]+$') || (int(self.substring(2, 3)) <= int(oldSelf.substring(2, 3)) + 1 && int(oldSelf.substring(2, 3)) <= int(self.substring(2, 3)) + 1)",messageExpression="'spec.version cannot go from ' + oldSelf + ' to ' + self + ' in one step: etcd changes one minor version at a time. Set ' + (self > oldSelf ? {'5': '3.6', '6': '3.7', '7': '3.8', '8': '3.9'} : {'6': '3.5', '7': '3.6', '8': '3.7', '9': '3.8'})[oldSelf.substring(2, 3)] + '.x first, wait until status.version shows it, then go on'"
 	Version string `json:"version"`
 
 	// Image overrides the etcd image. By default the operator runs
@@ -304,6 +310,31 @@ type EtcdClusterStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Members []ClusterMemberStatus `json:"members,omitempty"`
+
+	// Rollout is the rolling change under way, if any: members take the
+	// spec's version, image, resources, Pod template, options and trusted
+	// CAs one at a time.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// RolloutStatus is how far a rolling change has come.
+type RolloutStatus struct {
+	// Member is the member restarting with the new spec now.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// Since is when that member was given the new spec. A member not
+	// healthy and caught up within the operator's rollout timeout stops
+	// the rollout (Degraded, reason RolloutStuck).
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// Updated members run the new spec, out of Total.
+	Updated int32 `json:"updated"`
+	Total   int32 `json:"total"`
+	// DowngradeTarget is the minor version ("3.5") the operator enabled
+	// etcd's downgrade to; empty when no downgrade runs.
+	// +optional
+	DowngradeTarget string `json:"downgradeTarget,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster managed by Raftsman.
@@ -320,6 +351,7 @@ type EtcdClusterStatus struct {
 // +kubebuilder:resource:shortName=etcd,categories=raftsman
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Desired",type=string,JSONPath=`.spec.version`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Suspended",type=string,JSONPath=`.status.conditions[?(@.type=="Suspended")].status`,priority=1

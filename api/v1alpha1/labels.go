@@ -45,6 +45,11 @@ const (
 	// TrustRevisionAnnotation on a member Pod is the trust revision it
 	// started with.
 	TrustRevisionAnnotation = "etcd.raftsman.io/trust-revision"
+	// PodSpecHashAnnotation on a member Pod is the hash of the member spec
+	// fields it was built from (resources.PodSpecHash). The member
+	// controller restarts a Pod whose hash differs from its member's spec;
+	// the cluster controller changes those fields one member at a time.
+	PodSpecHashAnnotation = "etcd.raftsman.io/pod-spec-hash"
 )
 
 // Ports etcd listens on in every member Pod.

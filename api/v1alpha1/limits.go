@@ -20,7 +20,19 @@ const (
 
 	// MaxExtraArgValueLength bounds each value of spec.options.extraArgs.
 	MaxExtraArgValueLength = 1024
+
+	// MinPatch35 is the first 3.5 release with the /livez and /readyz
+	// endpoints the member Pods are probed on (etcd's CHANGELOG-3.5,
+	// v3.5.11). spec.version refuses earlier 3.5 releases.
+	MinPatch35 = 11
 )
+
+// MinUpgradePatch is, for each minor version, the first patch release etcd's
+// upgrade guide allows an upgrade to the next minor from (upgrade_3_6.md:
+// "all of your 3.5 members are updated to 3.5.32 or later"; upgrade_3_7.md:
+// 3.6.11). A minor upgrade waits, restarting nothing, until every member
+// runs at least that patch.
+var MinUpgradePatch = map[string]int{"3.5": 32, "3.6": 11}
 
 // AllowedExtraArgs are the etcd flags spec.options.extraArgs may set.
 //

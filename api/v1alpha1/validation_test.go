@@ -22,6 +22,8 @@ import (
 // field is wrong, so each case checks that the message reached the user.
 const (
 	msgVersion        = "spec.version must be an etcd release like 3.6.16"
+	msgProbeEndpoints = "spec.version 3.5 must be 3.5.11 or later"
+	msgExperimental37 = "spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later"
 	msgStorageClass   = "spec.storage.storageClassName cannot change once set"
 	msgSizeShrink     = "spec.storage.size may grow but never shrink"
 	msgMedium         = "spec.storage.medium cannot change once the cluster exists"
@@ -248,7 +250,36 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "restored cluster scales", spec: restoreFrom("b1"), patch: `{"spec":{"replicas":5}}`},
 
 		// spec.version
-		{name: "version 3.5", spec: version("3.5.0")},
+		{name: "version 3.5.11, the first with /livez and /readyz", spec: version("3.5.11")},
+		{name: "version 3.5.100", spec: version("3.5.100")},
+		{name: "version 3.5.10 lacks the probe endpoints", spec: version("3.5.10"), wantErr: []string{"spec.version", msgProbeEndpoints}},
+		{name: "version 3.5.0 lacks the probe endpoints", spec: version("3.5.0"), wantErr: []string{msgProbeEndpoints}},
+		{name: "version 3.5.9 lacks the probe endpoints", spec: version("3.5.9"), wantErr: []string{msgProbeEndpoints}},
+		{name: "minor upgrade", spec: version("3.5.35"), patch: `{"spec":{"version":"3.6.16"}}`},
+		{name: "minor downgrade", spec: version("3.7.3"), patch: `{"spec":{"version":"3.6.16"}}`},
+		{name: "patch downgrade", spec: version("3.6.16"), patch: `{"spec":{"version":"3.6.11"}}`},
+		{name: "upgrade that skips a minor", spec: version("3.5.35"), patch: `{"spec":{"version":"3.7.3"}}`,
+			wantErr: []string{"spec.version cannot go from 3.5.35 to 3.7.3 in one step", "Set 3.6.x first"}},
+		{name: "downgrade that skips a minor", spec: version("3.7.3"), patch: `{"spec":{"version":"3.5.35"}}`,
+			wantErr: []string{"spec.version cannot go from 3.7.3 to 3.5.35 in one step", "Set 3.6.x first"}},
+		{name: "upgrade that skips two minors", spec: version("3.6.16"), patch: `{"spec":{"version":"3.9.0"}}`,
+			wantErr: []string{"spec.version cannot go from 3.6.16 to 3.9.0 in one step", "Set 3.7.x first"}},
+		{name: "experimental flag on 3.7", spec: func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Version = "3.7.3"
+			sp.Options.ExtraArgs = map[string]string{"experimental-corrupt-check-time": "5m"}
+		}, wantErr: []string{msgExperimental37}},
+		{name: "experimental flag on 3.6", spec: func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Version = "3.6.16"
+			sp.Options.ExtraArgs = map[string]string{"experimental-corrupt-check-time": "5m"}
+		}},
+		{name: "upgrade to 3.7 with an experimental flag", spec: func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Version = "3.6.16"
+			sp.Options.ExtraArgs = map[string]string{"experimental-corrupt-check-time": "5m"}
+		}, patch: `{"spec":{"version":"3.7.3"}}`, wantErr: []string{msgExperimental37}},
+		{name: "3.7 with the new flag name", spec: func(sp *etcdv1.EtcdClusterSpec) {
+			sp.Version = "3.7.3"
+			sp.Options.ExtraArgs = map[string]string{"corrupt-check-time": "5m"}
+		}},
 		{name: "version 3.9 with a long patch number", spec: version("3.9.123")},
 		{name: "version with a leading v", spec: version("v3.6.16"), wantErr: []string{"spec.version", msgVersion}},
 		{name: "version 3.4", spec: version("3.4.27"), wantErr: []string{msgVersion}},
@@ -256,7 +287,7 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "version without patch number", spec: version("3.6"), wantErr: []string{msgVersion}},
 		{name: "pre-release version", spec: version("3.6.16-rc.0"), wantErr: []string{msgVersion}},
 		{name: "empty version", spec: version(""), wantErr: []string{msgVersion}},
-		{name: "version changes to another release", patch: `{"spec":{"version":"3.5.21"}}`},
+		{name: "version changes to another release", patch: `{"spec":{"version":"3.6.11"}}`},
 		{name: "version changes to an invalid one", patch: `{"spec":{"version":"latest"}}`, wantErr: []string{msgVersion}},
 
 		// spec.replicas

@@ -44,6 +44,10 @@ type Options struct {
 	// member answers in milliseconds, and a dead one must not hold up the
 	// reconcile of its cluster for long.
 	StatusTimeout time.Duration
+	// RolloutTimeout bounds how long a member restarted by a rollout may
+	// take to be healthy and caught up again; after that the rollout stops
+	// (Degraded, reason RolloutStuck) and touches no other member.
+	RolloutTimeout time.Duration
 	// Workers is how many clusters are reconciled at once, so that one
 	// cluster whose etcd does not answer does not hold up the others.
 	Workers int
@@ -65,6 +69,7 @@ func DefaultOptions() Options {
 		RetryInterval:  200 * time.Millisecond,
 		EtcdTimeout:    5 * time.Second,
 		StatusTimeout:  time.Second,
+		RolloutTimeout: 5 * time.Minute,
 		Workers:        8,
 	}
 }

@@ -220,15 +220,17 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope) (ctrl.Result, error)
 		}
 	}
 	name := newMemberName(s.cluster.Name, s.hasMember)
-	pairs := [][2]string{}
-	for _, em := range s.etcdList {
-		if em.Name != "" && len(em.PeerURLs) > 0 {
-			pairs = append(pairs, [2]string{em.Name, em.PeerURLs[0]})
+	spec := r.memberSpec(s, name, etcdv1.InitialClusterStateExisting, "")
+	if v := s.newMemberVersion(); v != spec.Version {
+		// A version change is blocked or a downgrade runs: the new member
+		// runs a version the others accept; the rollout updates it later.
+		spec.Version = v
+		if s.cluster.Spec.Image == "" {
+			spec.Image = resources.ImageFor(v, r.Options.EtcdRepository)
 		}
 	}
-	spec := r.memberSpec(s, name, etcdv1.InitialClusterStateExisting, "")
-	spec.InitialCluster = resources.InitialCluster(append(pairs, [2]string{name, spec.PeerURL}))
-	ctrl.LoggerFrom(ctx).Info("Creating member to add", "member", name)
+	spec.InitialCluster = s.initialCluster(name, spec.PeerURL)
+	ctrl.LoggerFrom(ctx).Info("Creating member to add", "member", name, "version", spec.Version)
 	if err := r.newMember(ctx, s, name, spec); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -247,7 +249,21 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 			continue
 		}
 		s.progress, s.progressMsg = etcdv1.ReasonScalingUp, fmt.Sprintf("Adding member %s as a learner", m.Name)
-		ctrl.LoggerFrom(ctx).Info("Adding learner", "member", m.Name, "peerURL", m.Spec.PeerURL)
+		// The learner's --initial-cluster is etcd's member list as it is
+		// now, with the learner: membership may have changed since its
+		// EtcdMember was created. It is written before the add (the add
+		// itself cannot be repeated), and the Pod starts only once the
+		// member is Registered, after the add.
+		if ic := s.initialCluster(m.Name, m.Spec.PeerURL); ic != m.Spec.InitialCluster {
+			m.Spec.InitialCluster = ic
+			if err := r.Update(ctx, m); err != nil {
+				return ctrl.Result{}, fmt.Errorf("record the initial cluster of %s: %w", m.Name, err)
+			}
+			if base, ok := s.memberBases[m.Name]; ok {
+				base.Spec, base.Generation, base.ResourceVersion = *m.Spec.DeepCopy(), m.Generation, m.ResourceVersion
+			}
+		}
+		ctrl.LoggerFrom(ctx).Info("Adding learner", "member", m.Name, "peerURL", m.Spec.PeerURL, "initialCluster", m.Spec.InitialCluster)
 		failpoint.Hit(failpoint.BeforeMemberAdd)
 		tctx, cancel := r.etcdCtx(ctx)
 		em, err := s.client.MemberAddAsLearner(tctx, m.Spec.PeerURL)
@@ -269,6 +285,18 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// initialCluster is etcd's member list as this pass saw it, with the
+// member name at peerURL added: the --initial-cluster of a member joining.
+func (s *scope) initialCluster(name, peerURL string) string {
+	pairs := [][2]string{}
+	for _, em := range s.etcdList {
+		if em.Name != "" && len(em.PeerURLs) > 0 && !slices.Contains(em.PeerURLs, peerURL) {
+			pairs = append(pairs, [2]string{em.Name, em.PeerURLs[0]})
+		}
+	}
+	return resources.InitialCluster(append(pairs, [2]string{name, peerURL}))
 }
 
 // promoteLearners promotes a learner once its etcd has started; etcd itself

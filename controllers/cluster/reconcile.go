@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +57,11 @@ type scope struct {
 	// waiting why it does not move on right now.
 	progress, progressMsg string
 	waiting, waitingMsg   string
+
+	// plan is how the members get to spec.version (prepareVersion).
+	plan versionPlan
+	// stuck says why a rollout stopped, for the Degraded condition.
+	stuck string
 
 	// suspending: spec.suspend asks to stop the members; changes under way
 	// end but none starts. suspended: the backup controller said Suspended
@@ -104,17 +110,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 // steps are the steps of one pass:
 //
-//  1. Services and PDB; 2. member volumes follow spec.storage.size;
+//  1. Services and PDB; 2. PVCs follow spec.storage.size;
 //  3. wait for the certificates of a new cluster (and for the checked
 //     snapshot of a restored one), 4. bootstrap it; 5. learn etcd's view;
 //  6. wait for the certificates of this generation; 7. finish removals;
-//  8. replace lost members; 9. scale down; 10. scale up: create the
-//     EtcdMember, 11. add it as a learner, 12. promote it; 13. restart
-//     members that must load new CAs, one at a time; 14. come back for a
-//     health check.
+//  8. replace lost members; 9. plan the version change (enable or cancel
+//     an etcd downgrade); 10. scale down; 11. scale up: create the
+//     EtcdMember, 12. add it as a learner, 13. promote it; 14. roll the
+//     spec out to the members one at a time (rollout.go); 15. come back
+//     for a health check.
 //
-// A suspended cluster runs 1-2 only: its Pods are stopped. While it is
-// being suspended, a change under way ends (7, 11, 12) and none starts.
+// Scaling goes before the rollout: see rollout.go for why. A suspended
+// cluster runs 1-2 only: its Pods are stopped. While it is being
+// suspended, a change under way ends (7, 12, 13) and none starts.
 func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 	switch {
 	case s.suspended:
@@ -124,8 +132,8 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 			r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-		r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.scaleDown, r.scaleUp,
-		r.addLearners, r.promoteLearners, r.restartForTrust, r.healthCheckLater}
+		r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.prepareVersion,
+		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.healthCheckLater}
 }
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
@@ -222,9 +230,18 @@ func servicesMatch(have, want *corev1.Service) bool {
 	return len(have.Spec.Selector) == len(want.Spec.Selector)
 }
 
-// ensurePDB keeps a PodDisruptionBudget that protects the quorum.
+// ensurePDB keeps a PodDisruptionBudget that lets one member go at a time
+// (resources.PDB): it selects the cluster's Pods by the cluster's labels
+// alone, so that it survives a move to another shard, and counts the
+// voters etcd listed last, not spec.replicas.
 func (r *Reconciler) ensurePDB(ctx context.Context, s *scope) (ctrl.Result, error) {
-	want := resources.PDB(s.cluster)
+	voters := 0
+	for _, ms := range s.cluster.Status.Members {
+		if ms.Role == etcdv1.RoleVoter {
+			voters++
+		}
+	}
+	want := resources.PDB(s.cluster, voters)
 	have := want.DeepCopy()
 	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
@@ -232,8 +249,9 @@ func (r *Reconciler) ensurePDB(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, r.createOwned(ctx, s, want)
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get pdb: %w", err)
-	case have.Spec.MinAvailable == nil || *have.Spec.MinAvailable != *want.Spec.MinAvailable:
-		have.Spec.MinAvailable = want.Spec.MinAvailable
+	case have.Spec.MinAvailable == nil || *have.Spec.MinAvailable != *want.Spec.MinAvailable ||
+		!equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector):
+		have.Spec.MinAvailable, have.Spec.Selector = want.Spec.MinAvailable, want.Spec.Selector
 		if err := r.Update(ctx, have); err != nil {
 			return ctrl.Result{}, fmt.Errorf("update pdb: %w", err)
 		}
@@ -410,9 +428,19 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		// (readiness needs a quorum); that member's Ready condition wakes us.
 		return ctrl.Result{}, nil
 	}
+	// Learners answer most requests with "rpc not supported for learner":
+	// the client talks to the members that vote (as etcd said last), or
+	// to all while none is known to.
 	endpoints := make([]string, 0, len(s.members))
 	for _, m := range s.members {
-		endpoints = append(endpoints, m.Spec.ClientURL)
+		if m.Status.Role != etcdv1.RoleLearner {
+			endpoints = append(endpoints, m.Spec.ClientURL)
+		}
+	}
+	if len(endpoints) == 0 {
+		for _, m := range s.members {
+			endpoints = append(endpoints, m.Spec.ClientURL)
+		}
 	}
 	creds, err := credentials.Load(ctx, r.Client, s.cluster)
 	if err != nil {

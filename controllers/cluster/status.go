@@ -66,6 +66,10 @@ func setMembers(s *scope) {
 			names[em.ID] = m.Name
 		}
 	}
+	last := map[string]string{}
+	for _, ms := range c.Status.Members {
+		last[ms.Name] = ms.Version
+	}
 	members := make([]etcdv1.ClusterMemberStatus, 0, len(s.etcdList))
 	var versions []string
 	for _, em := range s.etcdList {
@@ -81,8 +85,13 @@ func setMembers(s *scope) {
 		if em.IsLearner {
 			ms.Role = etcdv1.RoleLearner
 		}
-		if st.Version != "" {
-			versions = append(versions, st.Version)
+		if ms.Version == "" {
+			// A member that does not answer now (one restarting) still
+			// runs, as far as anyone knows, what it ran last.
+			ms.Version = last[name]
+		}
+		if ms.Version != "" {
+			versions = append(versions, ms.Version)
 		}
 		members = append(members, ms)
 	}
@@ -179,6 +188,8 @@ func setDegraded(s *scope) {
 		}
 	}
 	switch {
+	case s.stuck != "":
+		set(true, etcdv1.ReasonRolloutStuck, s.stuck)
 	case len(sick) > 0:
 		set(true, etcdv1.ReasonMembersUnhealthy, fmt.Sprintf("Members %s do not answer; see kubectl describe etcdmember", strings.Join(sick, ", ")))
 	case s.etcdErr != nil:

@@ -31,15 +31,19 @@ func (r *Reconciler) waitForRestore(_ context.Context, s *scope) (ctrl.Result, e
 	return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 }
 
-// syncStorage gives every member the volume size of the spec; the member
-// controller expands the member's PVC. Sizes only grow (the CRD refuses a
-// smaller one).
+// syncStorage gives every member with a PVC the volume size of the spec;
+// the member controller expands the PVC online, with no restart. Sizes
+// only grow (the CRD refuses a smaller one). A Memory member's tmpfs size
+// is part of its Pod, so it changes through the rollout instead.
 func (r *Reconciler) syncStorage(ctx context.Context, s *scope) (ctrl.Result, error) {
 	want := s.cluster.Spec.Storage.Size
 	if want == nil {
 		return ctrl.Result{}, nil
 	}
 	for _, m := range s.active() {
+		if m.Spec.Storage.Medium == etcdv1.StorageMediumMemory {
+			continue
+		}
 		have := m.Spec.Storage.Size
 		if have != nil && have.Cmp(*want) >= 0 {
 			continue

@@ -36,7 +36,7 @@ type scope struct {
 	// waitingForTLS: the member's first Pod waits for the cluster's
 	// TLSReady condition.
 	waitingForTLS bool
-	// restarting: the Pod was deleted to start again with new settings.
+	// restarting: the Pod was deleted to start again with a new spec.
 	restarting bool
 	// suspended: the cluster's Suspended condition is True, so the member
 	// runs no Pod and keeps its volume.
@@ -84,8 +84,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	// 1. observe the cluster, the PVC and the Pod; 2. create the PVC;
 	// 3. grow it to the spec's size; 4. stop the Pod of a suspended cluster;
-	// 5. restart a Pod that must load new trusted CAs; 6. create the Pod.
-	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.restartForTrust, r.ensurePod)
+	// 5. restart a Pod built from an older spec; 6. create the Pod.
+	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.restartForSpec, r.ensurePod)
 }
 
 func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -147,20 +147,38 @@ func (r *Reconciler) ensurePVC(ctx context.Context, s *scope) (ctrl.Result, erro
 	return ctrl.Result{}, nil
 }
 
-// restartForTrust deletes the Pod of a member whose spec names other trusted
-// CAs than the Pod started with; ensurePod then starts it again, on the same
-// volume with the same identity. The cluster controller changes one member
-// at a time, so this never costs the quorum.
-func (r *Reconciler) restartForTrust(ctx context.Context, s *scope) (ctrl.Result, error) {
+// restartForSpec deletes the Pod of a member whose spec changed since the
+// Pod was built (resources.PodSpecHash): a new version, image, resources,
+// Pod template, options or trusted CAs. ensurePod then starts it again, on
+// the same volume with the same identity. The cluster controller changes
+// the spec of one member at a time, and only while the others are healthy,
+// so this never costs the quorum. A Pod made before Pods carried the hash
+// is given its member's hash instead.
+func (r *Reconciler) restartForSpec(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m, p := s.member, s.pod
-	if p == nil || !p.DeletionTimestamp.IsZero() || s.suspended || resources.StartedWithTrust(m, p) {
+	if p == nil || !p.DeletionTimestamp.IsZero() || s.suspended {
 		return ctrl.Result{}, nil
 	}
-	ctrl.LoggerFrom(ctx).Info("Restarting the Pod to load new trusted CAs", "pod", p.Name)
+	if resources.NeedsHashStamp(m, p) {
+		ctrl.LoggerFrom(ctx).Info("Stamping the spec hash on a Pod made by an earlier operator", "pod", p.Name)
+		patch := client.MergeFrom(p.DeepCopy())
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[etcdv1.PodSpecHashAnnotation] = resources.PodSpecHash(m)
+		if err := r.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("stamp pod %s: %w", p.Name, err)
+		}
+		return ctrl.Result{}, nil
+	}
+	if resources.PodUpToDate(m, p) {
+		return ctrl.Result{}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Restarting the Pod to take the member's new spec", "pod", p.Name, "hash", resources.PodSpecHash(m))
 	if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}
-	r.Recorder.Eventf(m, p, corev1.EventTypeNormal, "PodRestarted", "Restart", "Pod %s restarts to load new trusted CAs", p.Name)
+	r.Recorder.Eventf(m, p, corev1.EventTypeNormal, "PodRestarted", "Restart", "Pod %s restarts to take the member's new spec (version %s)", p.Name, m.Spec.Version)
 	// The Pod's deletion wakes this controller to start it again.
 	s.restarting = true
 	return ctrl.Result{}, nil

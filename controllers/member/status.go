@@ -27,16 +27,50 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
 	case s.waitingForTLS:
 		set(false, etcdv1.ReasonWaitingForTLS, "The first Pod waits for the cluster's TLSReady condition: its certificates are not ready")
-	case s.restarting:
-		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s is restarting to load new trusted CAs", s.member.Name))
-	case podReady(s.pod) && resources.StartedWithTrust(m, s.pod):
+	case s.restarting || (s.pod != nil && !resources.PodUpToDate(m, s.pod)):
+		set(false, etcdv1.ReasonRestarting, fmt.Sprintf("Pod %s restarts to take the member's new spec", s.member.Name))
+	case podReady(s.pod):
 		set(true, etcdv1.ReasonPodReady, "etcd answers its readiness check")
+	case podFailing(s.pod) != "":
+		set(false, etcdv1.ReasonPodFailing, fmt.Sprintf("Pod %s cannot run etcd: %s", s.member.Name, podFailing(s.pod)))
 	default:
 		// One message from creation to ready, naming no passing detail
 		// (like ContainerCreating): each change would be one more write,
 		// and kubectl describe pod has the details.
 		set(false, etcdv1.ReasonPodNotReady, fmt.Sprintf("Pod %s is starting or etcd does not pass its readiness check yet; a learner stays not ready until it is promoted", s.member.Name))
 	}
+}
+
+// podFailing says what keeps the etcd container of p from running, when
+// the kubelet reports a state that lasts (an image it cannot pull, a
+// container that keeps exiting), or "" while it may still start.
+func podFailing(p *corev1.Pod) string {
+	if p == nil || !p.DeletionTimestamp.IsZero() {
+		return ""
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		w := cs.State.Waiting
+		if cs.Name != "etcd" || w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
+			"CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff":
+			msg := w.Reason
+			if w.Message != "" {
+				msg += ": " + w.Message
+			}
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				msg += fmt.Sprintf(" (last exit code %d", t.ExitCode)
+				if t.Message != "" {
+					msg += ": " + t.Message
+				}
+				msg += ")"
+			}
+			return msg
+		}
+	}
+	return ""
 }
 
 func podReady(p *corev1.Pod) bool {

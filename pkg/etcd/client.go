@@ -28,9 +28,41 @@ type Status struct {
 	Leader    uint64
 	Version   string
 	IsLearner bool
-	RaftIndex uint64
-	DBSize    int64
-	Errors    []string
+	// RaftIndex is the member's committed raft index; RaftAppliedIndex the
+	// index it has applied to its store.
+	RaftIndex        uint64
+	RaftAppliedIndex uint64
+	DBSize           int64
+	Errors           []string
+	// StorageVersion is the version of the member's data format (etcd 3.6
+	// and later; empty before).
+	StorageVersion string
+	// Downgrade is etcd's downgrade state as this member knows it (3.6 and
+	// later report it; 3.5 never does).
+	Downgrade DowngradeInfo
+}
+
+// DowngradeInfo is whether a downgrade is enabled, and to which version.
+type DowngradeInfo struct {
+	Enabled       bool
+	TargetVersion string
+}
+
+// DowngradeAction is one of etcd's downgrade API calls.
+type DowngradeAction int
+
+const (
+	// DowngradeValidate asks whether the cluster can downgrade to a version.
+	DowngradeValidate DowngradeAction = iota
+	// DowngradeEnable starts a downgrade: the cluster version drops to the
+	// target, after which members may run the older minor.
+	DowngradeEnable
+	// DowngradeCancel ends an enabled downgrade.
+	DowngradeCancel
+)
+
+func (a DowngradeAction) String() string {
+	return [...]string{"validate", "enable", "cancel"}[a]
 }
 
 // Client talks to one etcd cluster.
@@ -48,6 +80,9 @@ type Client interface {
 	MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error
 	// Status asks one member, at its client URL, for its status.
 	Status(ctx context.Context, endpoint string) (Status, error)
+	// Downgrade calls etcd's downgrade API with a target version like
+	// 3.5.0 and returns the cluster version etcd answers with.
+	Downgrade(ctx context.Context, action DowngradeAction, version string) (string, error)
 
 	// AuthEnabled says whether etcd's authentication is on.
 	AuthEnabled(ctx context.Context) (bool, error)

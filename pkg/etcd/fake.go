@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -21,6 +22,9 @@ type Fake struct {
 	fail    map[string][]error
 	calls   map[string]int
 
+	// downgrade is the enabled downgrade's target minor ("3.5"), if any.
+	downgrade string
+
 	authEnabled  bool
 	rootPassword string
 	// creds are the credentials of the last Get of this cluster.
@@ -31,6 +35,10 @@ type fakeMember struct {
 	Member
 	healthy bool
 	inSync  bool
+	// version the member runs; the cluster's default when empty.
+	version string
+	// lag is how many entries the member's applied index is behind.
+	lag uint64
 }
 
 var _ Client = (*Fake)(nil)
@@ -100,6 +108,93 @@ func (f *Fake) SetLeader(name string) {
 			f.leader = m.ID
 		}
 	}
+}
+
+// SetVersion makes the named member run version, as after a restart on
+// another image. Once every member runs the target minor of an enabled
+// downgrade, the downgrade ends, as etcd ends it.
+func (f *Fake) SetVersion(name, version string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			m.version = version
+		}
+	}
+	if f.downgrade != "" && !slices.ContainsFunc(f.members, func(m *fakeMember) bool { return minorOf(f.versionOf(m)) != f.downgrade }) {
+		f.downgrade = ""
+	}
+}
+
+// SetLag makes the named member's applied index trail the leader's
+// committed index by lag entries.
+func (f *Fake) SetLag(name string, lag uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			m.lag = lag
+		}
+	}
+}
+
+// DowngradeTarget is the minor an enabled downgrade goes to, or "".
+func (f *Fake) DowngradeTarget() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.downgrade
+}
+
+func (f *Fake) versionOf(m *fakeMember) string {
+	if m.version != "" {
+		return m.version
+	}
+	return f.version
+}
+
+// minorOf is "3.6" of "3.6.16".
+func minorOf(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// Downgrade implements Client: the target must be one minor below the
+// lowest version the members run, as etcd requires.
+func (f *Fake) Downgrade(_ context.Context, action DowngradeAction, version string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("Downgrade"); err != nil {
+		return "", err
+	}
+	lowest := ""
+	for _, m := range f.members {
+		if v := minorOf(f.versionOf(m)); lowest == "" || v < lowest {
+			lowest = v
+		}
+	}
+	switch action {
+	case DowngradeCancel:
+		if f.downgrade == "" {
+			return "", fmt.Errorf("no inflight downgrade job")
+		}
+		f.downgrade = ""
+		return lowest, nil
+	case DowngradeEnable:
+		if f.downgrade != "" {
+			return "", fmt.Errorf("the cluster has an ongoing downgrade job")
+		}
+	}
+	target := minorOf(version)
+	if f.downgrade == "" && (len(target) != len(lowest) || target >= lowest || lowest[len(lowest)-1]-target[len(target)-1] != 1) {
+		return "", fmt.Errorf("invalid downgrade target version %s: cluster version %s", version, lowest)
+	}
+	if action == DowngradeEnable {
+		f.downgrade = target
+	}
+	return lowest, nil
 }
 
 // FailNext makes the next calls of method (a Client method name) return errs,
@@ -294,7 +389,15 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 			if !m.healthy {
 				break
 			}
-			return Status{MemberID: m.ID, Leader: f.leader, Version: f.version, IsLearner: m.IsLearner, RaftIndex: 100}, nil
+			v := m.version
+			if v == "" {
+				v = f.version
+			}
+			st := Status{MemberID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftIndex: 1000, RaftAppliedIndex: 1000 - m.lag}
+			if f.downgrade != "" {
+				st.Downgrade = DowngradeInfo{Enabled: true, TargetVersion: f.downgrade + ".0"}
+			}
+			return st, nil
 		}
 	}
 	return Status{}, fmt.Errorf("%w: %s", ErrUnreachable, endpoint)

@@ -172,15 +172,34 @@ func (c *realClient) Status(ctx context.Context, endpoint string) (Status, error
 	if err != nil {
 		return Status{}, mapError(err)
 	}
-	return Status{
-		MemberID:  resp.Header.MemberId,
-		Leader:    resp.Leader,
-		Version:   resp.Version,
-		IsLearner: resp.IsLearner,
-		RaftIndex: resp.RaftIndex,
-		DBSize:    resp.DbSize,
-		Errors:    resp.Errors,
-	}, nil
+	st := Status{
+		MemberID:         resp.Header.MemberId,
+		Leader:           resp.Leader,
+		Version:          resp.Version,
+		IsLearner:        resp.IsLearner,
+		RaftIndex:        resp.RaftIndex,
+		RaftAppliedIndex: resp.RaftAppliedIndex,
+		DBSize:           resp.DbSize,
+		Errors:           resp.Errors,
+		StorageVersion:   resp.StorageVersion,
+	}
+	if d := resp.DowngradeInfo; d != nil {
+		st.Downgrade = DowngradeInfo{Enabled: d.Enabled, TargetVersion: d.TargetVersion}
+	}
+	return st, nil
+}
+
+func (c *realClient) Downgrade(ctx context.Context, action DowngradeAction, version string) (string, error) {
+	a := map[DowngradeAction]clientv3.DowngradeAction{
+		DowngradeValidate: clientv3.DowngradeValidate,
+		DowngradeEnable:   clientv3.DowngradeEnable,
+		DowngradeCancel:   clientv3.DowngradeCancel,
+	}[action]
+	resp, err := c.cli.Downgrade(ctx, a, version)
+	if err != nil {
+		return "", fmt.Errorf("downgrade %s %s: %w", action, version, mapError(err))
+	}
+	return resp.Version, nil
 }
 
 func (c *realClient) AuthEnabled(ctx context.Context) (bool, error) {

@@ -126,5 +126,10 @@ func Image(c *etcdv1.EtcdCluster, repository string) string {
 	if c.Spec.Image != "" {
 		return c.Spec.Image
 	}
-	return fmt.Sprintf("%s:v%s", repository, c.Spec.Version)
+	return ImageFor(c.Spec.Version, repository)
+}
+
+// ImageFor is the etcd image of a version: <repository>:v<version>.
+func ImageFor(version, repository string) string {
+	return fmt.Sprintf("%s:v%s", repository, version)
 }

@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/url"
@@ -275,21 +278,75 @@ func spreadAffinity(user *corev1.Affinity, cluster map[string]string) *corev1.Af
 	return a
 }
 
-// podAnnotations are the user's, and the trust revision the Pod starts with.
+// podAnnotations are the user's, the trust revision the Pod starts with,
+// and the hash of the spec it is built from.
 func podAnnotations(m *etcdv1.EtcdMember) map[string]string {
 	a := maps.Clone(m.Spec.PodTemplate.Metadata.Annotations)
+	if a == nil {
+		a = map[string]string{}
+	}
 	if m.Spec.TLS != nil && m.Spec.TLS.TrustRevision != "" {
-		if a == nil {
-			a = map[string]string{}
-		}
 		a[etcdv1.TrustRevisionAnnotation] = m.Spec.TLS.TrustRevision
 	}
+	a[etcdv1.PodSpecHashAnnotation] = PodSpecHash(m)
 	return a
 }
 
-// StartedWithTrust says whether a member's Pod started trusting the CAs
+// PodSpecHash is the hash of the member spec fields a running member's Pod
+// is built from and that may change while it runs: version, image,
+// resources, Pod template, etcd options, TLS (trusted CAs included) and,
+// for a Memory member, its tmpfs size. A Pod whose hash differs runs an
+// older spec and is restarted, one member at a time, by a rollout.
+//
+// The hash covers the spec, not the Pod the builder makes of it: an
+// operator upgrade that builds Pods differently restarts nothing by
+// itself; its Pods take effect at the member's next rollout. Fields that
+// matter only to a member's first Pod (initial cluster, restore) or to its
+// PVC (a PVC's size grows online) are left out.
+func PodSpecHash(m *etcdv1.EtcdMember) string {
+	in := struct {
+		Version     string                      `json:"version"`
+		Image       string                      `json:"image"`
+		Resources   corev1.ResourceRequirements `json:"resources"`
+		PodTemplate etcdv1.PodTemplate          `json:"podTemplate"`
+		Options     etcdv1.EtcdOptions          `json:"options"`
+		TLS         *etcdv1.MemberTLS           `json:"tls,omitempty"`
+		MemorySize  *resource.Quantity          `json:"memorySize,omitempty"`
+	}{m.Spec.Version, m.Spec.Image, m.Spec.Resources, m.Spec.PodTemplate, m.Spec.Options, m.Spec.TLS, nil}
+	if !UsesPVC(m) {
+		in.MemorySize = storageSize(m.Spec.Storage)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		// Plain data with no custom marshalers that can fail.
+		panic(fmt.Sprintf("hash the spec of member %s: %v", m.Name, err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// PodUpToDate says whether a member's Pod was built from the member's
+// current spec. A Pod made before Pods carried the hash counts as up to
+// date when it started with the member's trusted CAs; the member
+// controller then stamps the hash on it (AdoptPod).
+func PodUpToDate(m *etcdv1.EtcdMember, p *corev1.Pod) bool {
+	h, ok := p.Annotations[etcdv1.PodSpecHashAnnotation]
+	if !ok {
+		return startedWithTrust(m, p)
+	}
+	return h == PodSpecHash(m)
+}
+
+// NeedsHashStamp says whether p was made before Pods carried the spec
+// hash and may take its member's current hash as its own.
+func NeedsHashStamp(m *etcdv1.EtcdMember, p *corev1.Pod) bool {
+	_, ok := p.Annotations[etcdv1.PodSpecHashAnnotation]
+	return !ok && startedWithTrust(m, p)
+}
+
+// startedWithTrust says whether a member's Pod started trusting the CAs
 // its spec names now.
-func StartedWithTrust(m *etcdv1.EtcdMember, p *corev1.Pod) bool {
+func startedWithTrust(m *etcdv1.EtcdMember, p *corev1.Pod) bool {
 	if m.Spec.TLS == nil {
 		return true
 	}

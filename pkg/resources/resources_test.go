@@ -183,12 +183,27 @@ func TestServerHosts(t *testing.T) {
 	}
 }
 
-func TestPDBKeepsQuorum(t *testing.T) {
+func TestPDBLetsOneVoterGo(t *testing.T) {
 	t.Parallel()
-	for replicas, want := range map[int32]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
-		c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo"}, Spec: etcdv1.EtcdClusterSpec{Replicas: ptr.To(replicas)}}
-		if got := PDB(c).Spec.MinAvailable.IntValue(); got != want {
-			t.Errorf("replicas %d: minAvailable %d, want %d", replicas, got, want)
+	for _, tc := range []struct {
+		replicas int32
+		voters   int
+		want     int
+	}{
+		{replicas: 3, voters: 0, want: 2}, // before etcd listed any voter
+		{replicas: 1, voters: 1, want: 0},
+		{replicas: 3, voters: 3, want: 2},
+		{replicas: 5, voters: 3, want: 2}, // scaling up: etcd's voters count
+		{replicas: 3, voters: 5, want: 4}, // scaling down
+		{replicas: 7, voters: 7, want: 6},
+	} {
+		c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Labels: map[string]string{etcdv1.ShardLabel: "2"}}, Spec: etcdv1.EtcdClusterSpec{Replicas: ptr.To(tc.replicas)}}
+		pdb := PDB(c, tc.voters)
+		if got := pdb.Spec.MinAvailable.IntValue(); got != tc.want {
+			t.Errorf("replicas %d, voters %d: minAvailable %d, want %d", tc.replicas, tc.voters, got, tc.want)
+		}
+		if _, ok := pdb.Spec.Selector.MatchLabels[etcdv1.ShardLabel]; ok {
+			t.Errorf("selector %v has the shard label: after a move to another shard it would select no Pod", pdb.Spec.Selector.MatchLabels)
 		}
 	}
 }

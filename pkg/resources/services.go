@@ -45,15 +45,24 @@ func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
 	}
 }
 
-// PDB lets voluntary disruptions take down at most as many members as keep
-// a quorum of the desired size.
-func PDB(c *etcdv1.EtcdCluster) *policyv1.PodDisruptionBudget {
-	quorum := intstr.FromInt32(Replicas(c)/2 + 1)
+// PDB lets voluntary disruptions (a drain) take down one member at a time
+// of the cluster's voters.
+func PDB(c *etcdv1.EtcdCluster, voters int) *policyv1.PodDisruptionBudget {
+	// One member down at a time: etcd keeps its quorum, and a drain moves
+	// the members one by one. Before etcd listed any voter, spec.replicas
+	// stands in for them.
+	if voters <= 0 {
+		voters = int(Replicas(c))
+	}
+	minAvailable := intstr.FromInt32(int32(max(voters-1, 0)))
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: PDBName(c.Name), Namespace: c.Namespace, Labels: ObjectLabels(c)},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: &quorum,
-			Selector:     &metav1.LabelSelector{MatchLabels: ObjectLabels(c)},
+			MinAvailable: &minAvailable,
+			// The cluster's labels alone: the shard label of the Pods
+			// follows the cluster's shard, and a selector with it would
+			// select nothing for a while after a move.
+			Selector: &metav1.LabelSelector{MatchLabels: ClusterLabels(c.Name)},
 		},
 	}
 }

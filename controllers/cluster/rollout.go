@@ -1,0 +1,460 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
+)
+
+// A rollout is the one way a running member takes a new spec: a new
+// version or image, resources, Pod template, etcd options, trusted CAs, or
+// (for a Memory member) a new tmpfs size. The cluster controller writes the
+// new spec into one EtcdMember at a time; the member controller sees that
+// its Pod was built from another spec (resources.PodSpecHash) and recreates
+// it, on the same PVC, with the same member ID and data.
+//
+// Order and gates:
+//   - Scaling goes first. A rollout starts, and goes on, only while the
+//     cluster has spec.replicas members, all voters, none being added or
+//     removed: a member added meanwhile already gets the new spec, one
+//     removed needs no restart, the gates below need a stable set of
+//     voters, and replacing a failed member must never wait for a rollout.
+//   - A member restarts only while every other member is settled: Ready
+//     for its generation (its Pod runs its current spec and passes etcd's
+//     readiness check), a healthy voter, and caught up.
+//   - Followers first; the leader last, after MoveLeader hands leadership
+//     to the most caught-up member that already runs the new spec.
+//   - The next member waits until the restarted one is settled again. One
+//     not settled within Options.RolloutTimeout, or whose container cannot
+//     run (an image that cannot be pulled, a flag etcd refuses), stops the
+//     rollout: Degraded, reason RolloutStuck. A new spec resumes it, the
+//     stuck member first (it is down already, so restarting it again costs
+//     nothing more).
+//
+// "Caught up": etcd answers a status request from the member and from the
+// leader in the same round, and the member's applied index is at most
+// caughtUpLag entries behind the leader's committed index. The lag allows
+// for writes committed between the two answers; a member replaying its log
+// after a restart is far further behind than that.
+const caughtUpLag = 1000
+
+// rollingSpec is the spec every member should run: the fields a rollout
+// changes, taken from the cluster.
+func (r *Reconciler) rollingSpec(s *scope) etcdv1.EtcdMemberSpec {
+	return r.memberSpec(s, "", etcdv1.InitialClusterStateExisting, "")
+}
+
+// applyRolling copies the fields a rollout changes from want into dst.
+// A PVC's size is not among them: the volume grows online (syncStorage).
+func applyRolling(dst *etcdv1.EtcdMemberSpec, want etcdv1.EtcdMemberSpec) {
+	dst.Version, dst.Image = want.Version, want.Image
+	dst.Resources = *want.Resources.DeepCopy()
+	dst.PodTemplate = *want.PodTemplate.DeepCopy()
+	dst.Options = *want.Options.DeepCopy()
+	dst.TLS = want.TLS.DeepCopy()
+	if dst.Storage.Medium == etcdv1.StorageMediumMemory {
+		dst.Storage.Size = nil
+		if want.Storage.Size != nil {
+			q := want.Storage.Size.DeepCopy()
+			dst.Storage.Size = &q
+		}
+	}
+}
+
+// rolledOut says whether the member's spec already has want's fields.
+func rolledOut(m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec) bool {
+	cp := m.Spec.DeepCopy()
+	applyRolling(cp, want)
+	return equality.Semantic.DeepEqual(*cp, m.Spec)
+}
+
+// runningVersions are the versions the active members run, as etcd last
+// reported them (a member that does not answer now keeps the version the
+// status last showed for it).
+func (s *scope) runningVersions() []string {
+	last := map[string]string{}
+	for _, ms := range s.cluster.Status.Members {
+		last[ms.Name] = ms.Version
+	}
+	var out []string
+	for _, m := range s.active() {
+		em, ok := s.inEtcd(m)
+		if !ok {
+			continue
+		}
+		if st, ok := s.health[em.ID]; ok && st.Version != "" {
+			out = append(out, st.Version)
+		} else if v := last[m.Name]; v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// downgradeEnabled says whether etcd reports a downgrade under way, and to
+// which version. etcd 3.5 members do not report it, so any member that
+// does counts.
+func (s *scope) downgradeEnabled() (bool, string) {
+	for _, st := range s.health {
+		if st.Downgrade.Enabled {
+			return true, st.Downgrade.TargetVersion
+		}
+	}
+	return false, ""
+}
+
+// prepareVersion decides how the members get to spec.version and does what
+// etcd needs before any of them may restart on it: a minor downgrade is
+// enabled with etcd's downgrade API (validate, then enable), and a
+// downgrade the spec no longer asks for is cancelled. It runs before the
+// scaling steps so that a member added meanwhile gets a version the
+// running members accept (newMemberVersion).
+func (r *Reconciler) prepareVersion(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.formed {
+		return ctrl.Result{}, nil
+	}
+	s.plan = planVersion(s.runningVersions(), s.cluster.Spec.Version)
+	enabled, to := s.downgradeEnabled()
+	log := ctrl.LoggerFrom(ctx)
+	switch {
+	case enabled && minorOf(to) != minorOf(s.plan.target):
+		log.Info("Cancelling a downgrade the spec no longer asks for", "downgradeTo", to, "version", s.plan.target)
+		tctx, cancel := r.etcdCtx(ctx)
+		defer cancel()
+		if _, err := s.client.Downgrade(tctx, etcd.DowngradeCancel, to); err != nil {
+			observe("downgrade_cancel", err)
+			return r.notYet(s, err, etcdv1.ReasonRollingUpdate, fmt.Sprintf("cancel the downgrade to %s", minorOf(to)))
+		}
+		observe("downgrade_cancel", nil)
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DowngradeCancelled", "Downgrade", "Cancelled etcd's downgrade to %s: spec.version is %s again", minorOf(to), s.plan.target)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	case s.plan.change == versionDowngrade && !enabled:
+		if !s.allSettled() {
+			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("The downgrade to %s waits for every member to be healthy", minorOf(s.plan.target))
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		}
+		target := downgradeTarget(s.plan.target)
+		log.Info("Enabling etcd's downgrade", "to", target)
+		tctx, cancel := r.etcdCtx(ctx)
+		defer cancel()
+		if _, err := s.client.Downgrade(tctx, etcd.DowngradeValidate, target); err != nil {
+			observe("downgrade_validate", err)
+			// Right after the last member of an upgrade restarted, etcd
+			// may not have raised the cluster version yet; it does within
+			// seconds, and the downgrade is tried again.
+			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("etcd does not accept a downgrade to %s yet: %v", minorOf(target), err)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
+		}
+		if _, err := s.client.Downgrade(tctx, etcd.DowngradeEnable, target); err != nil {
+			observe("downgrade_enable", err)
+			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("etcd did not enable the downgrade to %s: %v", minorOf(target), err)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
+		}
+		observe("downgrade_enable", nil)
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DowngradeEnabled", "Downgrade", "Enabled etcd's downgrade from %s to %s; members restart on %s once their data format is %s", s.plan.highest, minorOf(target), s.plan.target, minorOf(target))
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	if enabled {
+		s.cluster.Status.Rollout = ensureRollout(s.cluster.Status.Rollout)
+		s.cluster.Status.Rollout.DowngradeTarget = minorOf(to)
+	} else if ro := s.cluster.Status.Rollout; ro != nil {
+		ro.DowngradeTarget = ""
+	}
+	return ctrl.Result{}, nil
+}
+
+// downgradeReady says whether every member that answers has moved its data
+// format to the downgrade's target, after which a member may start the
+// older minor. Members of the older minor report no storage version.
+func (s *scope) downgradeReady(to string) (bool, []string) {
+	var waiting []string
+	for _, m := range s.active() {
+		em, ok := s.inEtcd(m)
+		if !ok {
+			continue
+		}
+		st, ok := s.health[em.ID]
+		if !ok || (st.StorageVersion != "" && minorOf(st.StorageVersion) != minorOf(to)) {
+			waiting = append(waiting, m.Name)
+		}
+	}
+	return len(waiting) == 0, waiting
+}
+
+// newMemberVersion is the version a member added now runs: the spec's,
+// unless the running members would not accept it yet. While a version
+// change is blocked that is the lowest running version; while a minor
+// downgrade runs, the higher minor (a new member of the older minor cannot
+// join before every member moved its data format back; the rollout then
+// restarts it like the others).
+func (s *scope) newMemberVersion() string {
+	switch s.plan.change {
+	case versionBlocked:
+		return s.plan.lowest
+	case versionDowngrade:
+		return s.plan.highest
+	}
+	if enabled, _ := s.downgradeEnabled(); enabled && s.plan.highest != "" {
+		return s.plan.highest
+	}
+	return s.cluster.Spec.Version
+}
+
+func ensureRollout(ro *etcdv1.RolloutStatus) *etcdv1.RolloutStatus {
+	if ro == nil {
+		return &etcdv1.RolloutStatus{}
+	}
+	return ro
+}
+
+// caughtUp says whether the member's applied index is within caughtUpLag
+// of the leader's committed index, both read in this pass.
+func (s *scope) caughtUp(em etcd.Member) bool {
+	st, ok := s.health[em.ID]
+	if !ok {
+		return false
+	}
+	if em.ID == s.leader {
+		return true
+	}
+	lst, ok := s.health[s.leader]
+	if !ok || st.Leader == 0 {
+		return false
+	}
+	return st.RaftAppliedIndex+caughtUpLag >= lst.RaftIndex
+}
+
+// settled says whether a member runs its current spec and is a healthy,
+// caught-up voter.
+func (s *scope) settled(m *etcdv1.EtcdMember) bool {
+	em, ok := s.inEtcd(m)
+	return ok && !em.IsLearner && s.healthy(em.ID) && s.caughtUp(em) &&
+		kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation)
+}
+
+func (s *scope) allSettled() bool {
+	return !slices.ContainsFunc(s.active(), func(m *etcdv1.EtcdMember) bool { return !s.settled(m) })
+}
+
+// unsettledWhy says, for messages, what a member that is not settled shows.
+func (s *scope) unsettledWhy(m *etcdv1.EtcdMember) string {
+	em, ok := s.inEtcd(m)
+	switch {
+	case !ok:
+		return "etcd does not list it"
+	case em.IsLearner:
+		return "it is a learner"
+	}
+	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != m.Generation {
+		if c != nil && c.ObservedGeneration == m.Generation {
+			return c.Message
+		}
+		return "its Pod has not started on its new spec yet"
+	}
+	if !s.healthy(em.ID) {
+		return "etcd does not answer its status request"
+	}
+	if st, lst := s.health[em.ID], s.health[s.leader]; !s.caughtUp(em) {
+		return fmt.Sprintf("it has applied index %d, the leader has committed %d", st.RaftAppliedIndex, lst.RaftIndex)
+	}
+	return "it is settled"
+}
+
+// rollout gives one member at a time the spec the cluster asks for.
+func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	if !s.formed || s.suspending {
+		return ctrl.Result{}, nil
+	}
+	want := r.rollingSpec(s)
+	if want.TLS == nil && !c.Spec.TLS.Disabled {
+		return ctrl.Result{}, nil // waitForTLS holds this pass back already
+	}
+	active := s.active()
+	var stale []*etcdv1.EtcdMember
+	for _, m := range active {
+		if !rolledOut(m, want) {
+			stale = append(stale, m)
+		}
+	}
+	total, updated := len(active), len(active)-len(stale)
+	ro := ensureRollout(c.Status.Rollout.DeepCopy())
+	ro.Total, ro.Updated = int32(total), int32(updated)
+	defer func() {
+		if ro.Member == "" && ro.DowngradeTarget == "" && len(stale) == 0 {
+			c.Status.Rollout = nil
+			return
+		}
+		c.Status.Rollout = ro
+	}()
+
+	// The member restarted last: done once it is settled on its new spec.
+	var cur *etcdv1.EtcdMember
+	if i := slices.IndexFunc(active, func(m *etcdv1.EtcdMember) bool { return m.Name == ro.Member }); i >= 0 {
+		cur = active[i]
+	}
+	if cur == nil || (rolledOut(cur, want) && s.settled(cur)) {
+		if cur != nil {
+			r.Recorder.Eventf(c, cur, corev1.EventTypeNormal, "MemberUpdated", "RollingUpdate", "Member %s runs the new spec (version %s) and is healthy and caught up (%d of %d)", cur.Name, cur.Spec.Version, updated, total)
+		}
+		ro.Member, ro.Since, cur = "", nil, nil
+	}
+	if len(stale) == 0 && cur == nil {
+		return ctrl.Result{}, nil
+	}
+
+	s.progress = etcdv1.ReasonRollingUpdate
+	switch {
+	case s.plan.change == versionBlocked:
+		s.waiting, s.waitingMsg = etcdv1.ReasonUpgradeBlocked, s.plan.msg+". No member restarts until then"
+		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+	case len(active) != len(s.members) || len(active) != s.desired:
+		s.progressMsg = fmt.Sprintf("The rolling update waits for scaling to %d members to finish (%d of %d members updated)", s.desired, updated, total)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	if s.plan.change == versionDowngrade {
+		_, to := s.downgradeEnabled()
+		if ok, waiting := s.downgradeReady(to); !ok || to == "" {
+			s.progressMsg = fmt.Sprintf("Downgrading to %s: waiting for etcd to move the data format of %s to %s before the first member restarts", minorOf(s.plan.target), strings.Join(waiting, ", "), minorOf(s.plan.target))
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		}
+	}
+
+	var unsettled []*etcdv1.EtcdMember
+	for _, m := range active {
+		if !s.settled(m) {
+			unsettled = append(unsettled, m)
+		}
+	}
+	if cur != nil && slices.Contains(unsettled, cur) && !slices.Contains(stale, cur) {
+		if res, stuck := r.checkStuck(s, cur, ro, updated, total); stuck {
+			return res, nil
+		}
+	}
+	var next *etcdv1.EtcdMember
+	switch {
+	case len(unsettled) == 1 && slices.Contains(stale, unsettled[0]):
+		// Down already (a stuck member whose spec changed again, or one
+		// that failed): restarting it costs no more than it has.
+		next = unsettled[0]
+	case len(unsettled) > 0:
+		names := make([]string, 0, len(unsettled))
+		for _, m := range unsettled {
+			names = append(names, fmt.Sprintf("%s (%s)", m.Name, s.unsettledWhy(m)))
+		}
+		s.progressMsg = fmt.Sprintf("Rolling update, %d of %d members updated: waiting for %s", updated, total, strings.Join(names, ", "))
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	default:
+		slices.SortStableFunc(stale, func(a, b *etcdv1.EtcdMember) int {
+			return boolInt(s.isLeader(a)) - boolInt(s.isLeader(b))
+		})
+		next = stale[0]
+	}
+	if s.isLeader(next) && total > 1 {
+		return r.moveLeaderFrom(ctx, s, next, want, updated, total)
+	}
+	return r.updateMember(ctx, s, next, want, ro, updated, total)
+}
+
+// checkStuck stops the rollout when the member it restarted cannot run or
+// is not settled in time.
+func (r *Reconciler) checkStuck(s *scope, m *etcdv1.EtcdMember, ro *etcdv1.RolloutStatus, updated, total int) (ctrl.Result, bool) {
+	ready := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady)
+	failing := ready != nil && ready.ObservedGeneration == m.Generation && ready.Reason == etcdv1.ReasonPodFailing
+	late := ro.Since != nil && time.Since(ro.Since.Time) > r.Options.RolloutTimeout
+	if !failing && !late {
+		s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d): waiting for it to be healthy and caught up: %s", m.Name, updated, total, s.unsettledWhy(m))
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, true
+	}
+	why := s.unsettledWhy(m)
+	if late && !failing {
+		why = fmt.Sprintf("not healthy and caught up %s after its restart: %s", r.Options.RolloutTimeout, why)
+	}
+	s.stuck = fmt.Sprintf("The rolling update stopped at member %s (%d of %d updated): %s. No other member is touched; change the spec (for example set the previous version or image back) to go on", m.Name, updated, total, why)
+	if prev := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionDegraded); prev == nil || prev.Reason != etcdv1.ReasonRolloutStuck {
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "RolloutStuck", "RollingUpdate", "%s", s.stuck)
+	}
+	s.progressMsg = s.stuck
+	// A change of the spec wakes the cluster; the requeue notices a member
+	// that recovers by itself.
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 25}, true
+}
+
+// moveLeaderFrom hands leadership from the leader, the last member left to
+// update, to the most caught-up member that runs the new spec.
+func (r *Reconciler) moveLeaderFrom(ctx context.Context, s *scope, m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec, updated, total int) (ctrl.Result, error) {
+	var to uint64
+	var index uint64
+	for _, o := range s.active() {
+		em, ok := s.inEtcd(o)
+		if o == m || !ok || !rolledOut(o, want) || !s.settled(o) {
+			continue
+		}
+		if st := s.health[em.ID]; to == 0 || st.RaftAppliedIndex > index {
+			to, index = em.ID, st.RaftAppliedIndex
+		}
+	}
+	if to == 0 {
+		s.progressMsg = fmt.Sprintf("Rolling update, %d of %d members updated: the leader %s goes last, once a member on the new spec can take over", updated, total, m.Name)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d): moving leadership away from it first", m.Name, updated+1, total)
+	ctrl.LoggerFrom(ctx).Info("Moving leadership before updating the leader", "member", m.Name, "to", etcd.FormatID(to))
+	tctx, cancel := r.etcdCtx(ctx)
+	defer cancel()
+	if err := s.client.MoveLeader(tctx, m.Spec.ClientURL, to); err != nil {
+		observe("move_leader", err)
+		return r.notYet(s, err, etcdv1.ReasonRollingUpdate, fmt.Sprintf("move leadership away from %s", m.Name))
+	}
+	observe("move_leader", nil)
+	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before updating it", m.Name, etcd.FormatID(to))
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// updateMember writes the new spec into one member; the member controller
+// restarts its Pod. The member's spec is the persisted intent: a pass after
+// a crash finds the member rolled out and waits for it like any other.
+func (r *Reconciler) updateMember(ctx context.Context, s *scope, m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec, ro *etcdv1.RolloutStatus, updated, total int) (ctrl.Result, error) {
+	from := m.Spec.Version
+	applyRolling(&m.Spec, want)
+	ctrl.LoggerFrom(ctx).Info("Updating member", "member", m.Name, "from", from, "to", m.Spec.Version, "hash", resources.PodSpecHash(m))
+	if err := r.Update(ctx, m); err != nil {
+		return ctrl.Result{}, fmt.Errorf("update member %s: %w", m.Name, err)
+	}
+	// The update changed the generation; a status written from the old
+	// base would fail its optimistic lock, so the base follows.
+	if base, ok := s.memberBases[m.Name]; ok {
+		base.Spec, base.Generation, base.ResourceVersion = *m.Spec.DeepCopy(), m.Generation, m.ResourceVersion
+	}
+	ro.Member, ro.Since = m.Name, &metav1.Time{Time: time.Now()}
+	ro.Updated = int32(updated)
+	s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d)", m.Name, updated+1, total)
+	if from != m.Spec.Version {
+		s.progressMsg += fmt.Sprintf(": version %s to %s", from, m.Spec.Version)
+	}
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+}
+func (s *scope) isLeader(m *etcdv1.EtcdMember) bool {
+	em, ok := s.inEtcd(m)
+	return ok && em.ID == s.leader
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
