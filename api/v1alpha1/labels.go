@@ -50,6 +50,10 @@ const (
 	// controller restarts a Pod whose hash differs from its member's spec;
 	// the cluster controller changes those fields one member at a time.
 	PodSpecHashAnnotation = "etcd.raftsman.io/pod-spec-hash"
+	// UpdateStartedAnnotation on an EtcdMember is when a rolling update
+	// gave it a new spec (RFC 3339); the cluster controller removes it once
+	// the member is healthy and caught up on that spec.
+	UpdateStartedAnnotation = "etcd.raftsman.io/update-started"
 )
 
 // Ports etcd listens on in every member Pod.

@@ -259,9 +259,7 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 			if err := r.Update(ctx, m); err != nil {
 				return ctrl.Result{}, fmt.Errorf("record the initial cluster of %s: %w", m.Name, err)
 			}
-			if base, ok := s.memberBases[m.Name]; ok {
-				base.Spec, base.Generation, base.ResourceVersion = *m.Spec.DeepCopy(), m.Generation, m.ResourceVersion
-			}
+			s.rebase(m)
 		}
 		ctrl.LoggerFrom(ctx).Info("Adding learner", "member", m.Name, "peerURL", m.Spec.PeerURL, "initialCluster", m.Spec.InitialCluster)
 		failpoint.Hit(failpoint.BeforeMemberAdd)

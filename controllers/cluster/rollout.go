@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
@@ -301,16 +303,26 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 		c.Status.Rollout = ro
 	}()
 
-	// The member restarted last: done once it is settled on its new spec.
+	// The member restarted last carries the time its update started (see
+	// updateMember): it is done once it is settled on its new spec.
 	var cur *etcdv1.EtcdMember
-	if i := slices.IndexFunc(active, func(m *etcdv1.EtcdMember) bool { return m.Name == ro.Member }); i >= 0 {
-		cur = active[i]
-	}
-	if cur == nil || (rolledOut(cur, want) && s.settled(cur)) {
-		if cur != nil {
-			r.Recorder.Eventf(c, cur, corev1.EventTypeNormal, "MemberUpdated", "RollingUpdate", "Member %s runs the new spec (version %s) and is healthy and caught up (%d of %d)", cur.Name, cur.Spec.Version, updated, total)
+	var since time.Time
+	for _, m := range active {
+		if t, ok := updateStarted(m); ok {
+			cur, since = m, t
+			break
 		}
-		ro.Member, ro.Since, cur = "", nil, nil
+	}
+	ro.Member, ro.Since = "", nil
+	if cur != nil && rolledOut(cur, want) && s.settled(cur) {
+		if err := r.finishUpdate(ctx, s, cur); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, cur, corev1.EventTypeNormal, "MemberUpdated", "RollingUpdate", "Member %s runs the new spec (version %s) and is healthy and caught up (%d of %d)", cur.Name, cur.Spec.Version, updated, total)
+		cur = nil
+	}
+	if cur != nil {
+		ro.Member, ro.Since = cur.Name, &metav1.Time{Time: since}
 	}
 	if len(stale) == 0 && cur == nil {
 		return ctrl.Result{}, nil
@@ -340,7 +352,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 		}
 	}
 	if cur != nil && slices.Contains(unsettled, cur) && !slices.Contains(stale, cur) {
-		if res, stuck := r.checkStuck(s, cur, ro, updated, total); stuck {
+		if res, stuck := r.checkStuck(s, cur, since, updated, total); stuck {
 			return res, nil
 		}
 	}
@@ -371,10 +383,10 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 
 // checkStuck stops the rollout when the member it restarted cannot run or
 // is not settled in time.
-func (r *Reconciler) checkStuck(s *scope, m *etcdv1.EtcdMember, ro *etcdv1.RolloutStatus, updated, total int) (ctrl.Result, bool) {
+func (r *Reconciler) checkStuck(s *scope, m *etcdv1.EtcdMember, since time.Time, updated, total int) (ctrl.Result, bool) {
 	ready := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady)
 	failing := ready != nil && ready.ObservedGeneration == m.Generation && ready.Reason == etcdv1.ReasonPodFailing
-	late := ro.Since != nil && time.Since(ro.Since.Time) > r.Options.RolloutTimeout
+	late := time.Since(since) > r.Options.RolloutTimeout
 	if !failing && !late {
 		s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d): waiting for it to be healthy and caught up: %s", m.Name, updated, total, s.unsettledWhy(m))
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, true
@@ -398,13 +410,14 @@ func (r *Reconciler) checkStuck(s *scope, m *etcdv1.EtcdMember, ro *etcdv1.Rollo
 func (r *Reconciler) moveLeaderFrom(ctx context.Context, s *scope, m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec, updated, total int) (ctrl.Result, error) {
 	var to uint64
 	var index uint64
+	toName := ""
 	for _, o := range s.active() {
 		em, ok := s.inEtcd(o)
 		if o == m || !ok || !rolledOut(o, want) || !s.settled(o) {
 			continue
 		}
 		if st := s.health[em.ID]; to == 0 || st.RaftAppliedIndex > index {
-			to, index = em.ID, st.RaftAppliedIndex
+			to, index, toName = em.ID, st.RaftAppliedIndex, o.Name
 		}
 	}
 	if to == 0 {
@@ -420,33 +433,71 @@ func (r *Reconciler) moveLeaderFrom(ctx context.Context, s *scope, m *etcdv1.Etc
 		return r.notYet(s, err, etcdv1.ReasonRollingUpdate, fmt.Sprintf("move leadership away from %s", m.Name))
 	}
 	observe("move_leader", nil)
-	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before updating it", m.Name, etcd.FormatID(to))
+	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before updating it", m.Name, toName)
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
 // updateMember writes the new spec into one member; the member controller
-// restarts its Pod. The member's spec is the persisted intent: a pass after
-// a crash finds the member rolled out and waits for it like any other.
+// restarts its Pod. The same write stamps the member with the time its
+// update started (UpdateStartedAnnotation), so the update in flight, and
+// how long it runs, survive any crash or lost status write; finishUpdate
+// removes the stamp once the member is settled again.
 func (r *Reconciler) updateMember(ctx context.Context, s *scope, m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec, ro *etcdv1.RolloutStatus, updated, total int) (ctrl.Result, error) {
 	from := m.Spec.Version
 	applyRolling(&m.Spec, want)
+	now := time.Now()
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[etcdv1.UpdateStartedAnnotation] = now.UTC().Format(time.RFC3339)
 	ctrl.LoggerFrom(ctx).Info("Updating member", "member", m.Name, "from", from, "to", m.Spec.Version, "hash", resources.PodSpecHash(m))
 	if err := r.Update(ctx, m); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update member %s: %w", m.Name, err)
 	}
-	// The update changed the generation; a status written from the old
-	// base would fail its optimistic lock, so the base follows.
-	if base, ok := s.memberBases[m.Name]; ok {
-		base.Spec, base.Generation, base.ResourceVersion = *m.Spec.DeepCopy(), m.Generation, m.ResourceVersion
-	}
-	ro.Member, ro.Since = m.Name, &metav1.Time{Time: time.Now()}
-	ro.Updated = int32(updated)
+	s.rebase(m)
+	ro.Member, ro.Since = m.Name, &metav1.Time{Time: now}
 	s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d)", m.Name, updated+1, total)
 	if from != m.Spec.Version {
 		s.progressMsg += fmt.Sprintf(": version %s to %s", from, m.Spec.Version)
 	}
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 }
+
+// finishUpdate removes the stamp of an update that is done.
+func (r *Reconciler) finishUpdate(ctx context.Context, s *scope, m *etcdv1.EtcdMember) error {
+	patch := client.MergeFrom(m.DeepCopy())
+	delete(m.Annotations, etcdv1.UpdateStartedAnnotation)
+	if err := r.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("finish the update of member %s: %w", m.Name, err)
+	}
+	s.rebase(m)
+	return nil
+}
+
+// rebase makes the status base of m follow a write of its object: a status
+// written from the old base would fail its optimistic lock.
+func (s *scope) rebase(m *etcdv1.EtcdMember) {
+	if base, ok := s.memberBases[m.Name]; ok {
+		base.Spec, base.Annotations = *m.Spec.DeepCopy(), maps.Clone(m.Annotations)
+		base.Generation, base.ResourceVersion = m.Generation, m.ResourceVersion
+	}
+}
+
+// updateStarted is when the rollout gave m its spec, if an update of m is
+// in flight.
+func updateStarted(m *etcdv1.EtcdMember) (time.Time, bool) {
+	v, ok := m.Annotations[etcdv1.UpdateStartedAnnotation]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		// Not the operator's writing; counts as started now.
+		return time.Now(), true
+	}
+	return t, true
+}
+
 func (s *scope) isLeader(m *etcdv1.EtcdMember) bool {
 	em, ok := s.inEtcd(m)
 	return ok && em.ID == s.leader
