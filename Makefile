@@ -13,6 +13,7 @@ KUBECTL := $(CURDIR)/_output/bin/kubernetes-$(KUBE_VERSION)/kubectl
 # The etcd after ETCD_VERSION, for upgrade tests (3.5 -> 3.6 -> 3.7): exported, so the
 # tests read it with os.Getenv("ETCD_NEXT_VERSION"); its image is on the local cluster.
 export ETCD_NEXT_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$ETCD_NEXT_VERSION')
+export ETCD_OLD_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$ETCD_OLD_VERSION')
 
 .PHONY: robustness s3-server all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules bench-scale
 

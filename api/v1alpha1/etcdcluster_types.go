@@ -335,6 +335,11 @@ type RolloutStatus struct {
 	// etcd's downgrade to; empty when no downgrade runs.
 	// +optional
 	DowngradeTarget string `json:"downgradeTarget,omitempty"`
+	// SnapshottedFor is "3.7" once every member snapshotted before the
+	// upgrade from 3.6 to 3.7: etcd 3.7 cannot replay the log entries
+	// etcd 3.5 wrote, so no member may start it with any in its log.
+	// +optional
+	SnapshottedFor string `json:"snapshottedFor,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster managed by Raftsman.

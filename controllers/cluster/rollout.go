@@ -130,6 +130,9 @@ func (r *Reconciler) prepareVersion(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	s.plan = planVersion(s.runningVersions(), s.cluster.Spec.Version)
 	enabled, to := s.downgradeEnabled()
+	if s.needsSnapshotsFor37() {
+		return r.snapshotBefore37(ctx, s, enabled, to)
+	}
 	log := ctrl.LoggerFrom(ctx)
 	switch {
 	case enabled && minorOf(to) != minorOf(s.plan.target):
@@ -176,6 +179,87 @@ func (r *Reconciler) prepareVersion(ctx context.Context, s *scope) (ctrl.Result,
 		ro.DowngradeTarget = ""
 	}
 	return ctrl.Result{}, nil
+}
+
+// needsSnapshotsFor37 says whether the members must snapshot before any of
+// them starts 3.7. etcd 3.5 wrote some raft entries as v2 requests (member
+// attributes at every start, cluster versions); 3.6 still applies them when
+// it replays its log, but 3.7 cannot parse them and panics at start. A 3.6
+// member snapshots only every --snapshot-count entries, so a cluster born on
+// 3.5 with little traffic since still replays them. Nothing tells from
+// outside whether a member's log holds any, so every 3.6 -> 3.7 upgrade
+// first makes each member snapshot (snapshotBefore37), once.
+func (s *scope) needsSnapshotsFor37() bool {
+	ro := s.cluster.Status.Rollout
+	return s.plan.change == versionUpgrade && minorOf(s.plan.target) == "3.7" && minorOf(s.plan.highest) == "3.6" &&
+		(ro == nil || ro.SnapshottedFor != "3.7")
+}
+
+// snapshotBefore37 makes every member write a snapshot with etcd's own API:
+// a downgrade to 3.5 enabled and, once every member's data format is 3.5,
+// cancelled at once. Applying the lower cluster version forces a snapshot
+// on each member (etcd does so before it changes its data format), and the
+// cancel brings the cluster version back to 3.6 within seconds. Clients
+// are served throughout; only features new in 3.6 pause meanwhile.
+// status.rollout.snapshottedFor records it done; doing it twice (a lost
+// status write) costs seconds and nothing else.
+func (r *Reconciler) snapshotBefore37(ctx context.Context, s *scope, enabled bool, to string) (ctrl.Result, error) {
+	s.progress = etcdv1.ReasonRollingUpdate
+	formats := map[string]int{}
+	for _, st := range s.health {
+		formats[minorOf(st.StorageVersion)]++
+	}
+	tctx, cancel := r.etcdCtx(ctx)
+	defer cancel()
+	switch {
+	case !s.allSettled():
+		s.progressMsg = "Before 3.7, every member must snapshot: waiting for every member to be healthy"
+	case !enabled && formats["3.6"] == len(s.health):
+		target := "3.5.0"
+		if _, err := s.client.Downgrade(tctx, etcd.DowngradeValidate, target); err != nil {
+			observe("downgrade_validate", err)
+			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Before 3.7, every member must snapshot; etcd refused the downgrade to 3.5 that makes it: %v", err)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
+		}
+		if _, err := s.client.Downgrade(tctx, etcd.DowngradeEnable, target); err != nil {
+			observe("downgrade_enable", err)
+			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Before 3.7, every member must snapshot; etcd refused the downgrade to 3.5 that makes it: %v", err)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
+		}
+		observe("downgrade_enable", nil)
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "SnapshottingForUpgrade", "Downgrade", "Before 3.7: enabled a downgrade to 3.5, to be cancelled once every member has snapshotted (3.7 cannot replay log entries etcd 3.5 wrote)")
+		s.progressMsg = "Before 3.7, every member must snapshot: enabled a downgrade to 3.5 for that; it is cancelled once done"
+	case enabled && minorOf(to) == "3.5" && formats["3.5"] == len(s.health):
+		if _, err := s.client.Downgrade(tctx, etcd.DowngradeCancel, to); err != nil {
+			observe("downgrade_cancel", err)
+			return r.notYet(s, err, etcdv1.ReasonRollingUpdate, "cancel the downgrade that made every member snapshot")
+		}
+		observe("downgrade_cancel", nil)
+		s.cluster.Status.Rollout = ensureRollout(s.cluster.Status.Rollout)
+		s.cluster.Status.Rollout.SnapshottedFor = "3.7"
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "SnapshottedForUpgrade", "Downgrade", "Every member has snapshotted; cancelled the downgrade to 3.5, the upgrade to %s goes on once the cluster version is 3.6 again", s.plan.target)
+		s.progressMsg = "Every member has snapshotted; waiting for the cluster version to be 3.6 again"
+	default:
+		s.progressMsg = fmt.Sprintf("Before 3.7, every member must snapshot: waiting for every member's data format to be 3.5 (now %v)", formats)
+	}
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+}
+
+// upgradeReady says whether the members' data formats allow a member to
+// start the next minor: none is below the lowest version running (as it is
+// for a few seconds after a downgrade was cancelled).
+func (s *scope) upgradeReady() (bool, []string) {
+	var behind []string
+	for _, m := range s.active() {
+		em, ok := s.inEtcd(m)
+		if !ok {
+			continue
+		}
+		if st, ok := s.health[em.ID]; ok && st.StorageVersion != "" && minorNum(st.StorageVersion) < minorNum(s.plan.lowest) {
+			behind = append(behind, fmt.Sprintf("%s (%s)", m.Name, minorOf(st.StorageVersion)))
+		}
+	}
+	return len(behind) == 0, behind
 }
 
 // downgradeReady says whether every member that answers has moved its data
@@ -336,6 +420,12 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 	case len(active) != len(s.members) || len(active) != s.desired:
 		s.progressMsg = fmt.Sprintf("The rolling update waits for scaling to %d members to finish (%d of %d members updated)", s.desired, updated, total)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	if s.plan.change == versionUpgrade {
+		if ok, behind := s.upgradeReady(); !ok {
+			s.progressMsg = fmt.Sprintf("Upgrading to %s: waiting for the data format of %s to be %s again", minorOf(s.plan.target), strings.Join(behind, ", "), minorOf(s.plan.lowest))
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		}
 	}
 	if s.plan.change == versionDowngrade {
 		_, to := s.downgradeEnabled()

@@ -394,8 +394,16 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 				v = f.version
 			}
 			st := Status{MemberID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftIndex: 1000, RaftAppliedIndex: 1000 - m.lag}
+			if minorOf(v) >= "3.6" {
+				// etcd 3.6 and later report their data format: their
+				// minor, or an enabled downgrade's target.
+				st.StorageVersion = minorOf(v) + ".0"
+			}
 			if f.downgrade != "" {
 				st.Downgrade = DowngradeInfo{Enabled: true, TargetVersion: f.downgrade + ".0"}
+				if st.StorageVersion != "" {
+					st.StorageVersion = f.downgrade + ".0"
+				}
 			}
 			return st, nil
 		}

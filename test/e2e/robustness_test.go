@@ -170,6 +170,8 @@ func (e *faultEnv) scale(n int32, point string) {
 type scenario struct {
 	name     string
 	replicas int32
+	// version the cluster starts on; the suite's etcd when empty.
+	version string
 	// failpoints: run the operator built with failpoints.
 	failpoints bool
 	inject     func(e *faultEnv)
@@ -412,6 +414,9 @@ func runScenario(ctx context.Context, t *testing.T, k *kube, sc scenario, round 
 		t.Fatal(err)
 	}
 	c := newCluster(namespaceOf(ctx), fmt.Sprintf("rb%d-%d", sc.index, round+1), sc.replicas)
+	if sc.version != "" {
+		c.Spec.Version = sc.version
+	}
 	if err := k.c.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +556,7 @@ func writeReport(path string) error {
 		faults += o.faults
 	}
 	fmt.Fprintf(&b, "# Robustness\n\n`make robustness ROUNDS=%d`, %s: %d runs, %d faults injected in all, with random timing. ", rounds(), time.Now().UTC().Format("2006-01-02"), len(outcomes), faults)
-	b.WriteString("Each row is one run: a fresh 3-member cluster (etcd " + etcdVersion + ", TLS), 4 clients writing and reading through the client Service at up to 100 operations/s while the faults happen, then the whole history checked for linearizability (porcupine), every acknowledged write looked for in a final read, the watch checked for gaps, etcd's member list compared with the EtcdMembers, and the operator's restarts with the failpoints fired.\n\n")
+	b.WriteString("Each row is one run: a fresh 3-member cluster (etcd " + etcdVersion + ", TLS; rolling-changes starts on " + etcdOldVersion + " and goes up to " + etcdNextVersion + " and back, then changes resources, flags and the image), 4 clients writing and reading through the client Service at up to 100 operations/s while the faults happen, then the whole history checked for linearizability (porcupine), every acknowledged write looked for in a final read, the watch checked for gaps, etcd's member list compared with the EtcdMembers, and the operator's restarts with the failpoints fired.\n\n")
 	b.WriteString("| scenario | round | faults | operations | acknowledged | indeterminate | verdict | longest gap between successful operations | longest time from a fault's end to converged again | pass |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, o := range outcomes {
 		pass := "yes"
