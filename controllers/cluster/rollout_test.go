@@ -72,8 +72,8 @@ func memberGenerations() interceptor.Funcs {
 // cannot show. The fake reports a member's applied index as 1000 minus its
 // lag, which wraps below zero for a lag above 1000, the only lags beyond
 // caughtUpLag; the shim puts the indexes higher, keeping the lag. And it
-// reports the storage version a test sets for a member (the fake reports
-// none, as etcd 3.5 does).
+// reports the storage version a test sets for a member, where the fake
+// moves it the moment a downgrade is enabled or cancelled.
 type etcdShim struct {
 	*etcd.FakeFactory
 	mu      sync.Mutex
@@ -109,7 +109,9 @@ func (c shimClient) Status(ctx context.Context, endpoint string) (etcd.Status, e
 	st.RaftAppliedIndex = st.RaftIndex - lag
 	c.shim.mu.Lock()
 	defer c.shim.mu.Unlock()
-	st.StorageVersion = c.shim.storage[endpoint]
+	if v, ok := c.shim.storage[endpoint]; ok {
+		st.StorageVersion = v
+	}
 	return st, nil
 }
 
@@ -565,12 +567,19 @@ func TestRolloutRestartsALoneUnsettledMemberFirst(t *testing.T) {
 // at once, and the rollout then updates the others.
 func TestRolloutWaitsForScaling(t *testing.T) {
 	t.Parallel()
+	// hold is a finalizer of someone else's that keeps a removed member's
+	// EtcdMember after it left etcd.
+	const hold = "example.com/hold"
 	tests := []struct {
 		name     string
 		from, to int32
+		// held: every member carries hold, and a removed one is released
+		// only after a few passes.
+		held bool
 	}{
 		{name: "scale up", from: 3, to: 5},
 		{name: "scale down", from: 5, to: 3},
+		{name: "scale down, a removed member held by another finalizer", from: 4, to: 3, held: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -579,8 +588,15 @@ func TestRolloutWaitsForScaling(t *testing.T) {
 			var old []string
 			for _, m := range e.members() {
 				old = append(old, m.Name)
+				if tt.held {
+					m.Finalizers = append(m.Finalizers, hold)
+					if err := e.c.Update(context.Background(), &m); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version, s.Replicas = "3.6.16", ptr.To(tt.to) })
+			heldPasses := 0
 			for pass := 0; ; pass++ {
 				if pass == 40 {
 					t.Fatalf("scaling did not end; Progressing %+v", e.lastProgressing())
@@ -592,6 +608,23 @@ func TestRolloutWaitsForScaling(t *testing.T) {
 					t.Fatalf("member %s took a new Pod spec while the cluster scales from %d to %d", m, tt.from, tt.to)
 				}
 				e.playMemberController()
+				for _, m := range e.members() {
+					if m.DeletionTimestamp.IsZero() || slices.Contains(m.Finalizers, etcdv1.MemberFinalizer) {
+						continue
+					}
+					// Out of etcd and released by the operator, but
+					// still there.
+					if heldPasses++; heldPasses < 3 {
+						continue
+					}
+					m.Finalizers = slices.DeleteFunc(m.Finalizers, func(f string) bool { return f == hold })
+					if err := e.c.Update(context.Background(), &m); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if tt.held && heldPasses < 3 {
+				t.Errorf("the removed member was held for %d passes, want 3", heldPasses)
 			}
 			for _, m := range e.members() {
 				if !slices.Contains(old, m.Name) && m.Spec.Version != "3.6.16" {
@@ -948,5 +981,56 @@ func TestStorageSizeChange(t *testing.T) {
 				t.Errorf("status.rollout = %+v for a volume size change", ro)
 			}
 		})
+	}
+}
+
+// TestUpgradeTo37SnapshotsFirst: before any member starts 3.7, every member
+// snapshots (a downgrade to 3.5 enabled, then cancelled once every data
+// format is 3.5), and the upgrade waits for the data formats to be 3.6
+// again; then it rolls like any other.
+func TestUpgradeTo37SnapshotsFirst(t *testing.T) {
+	t.Parallel()
+	e := newRollEnv(t, 3, "3.6.16", etcdv1.StorageSpec{})
+	e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version = "3.7.3" })
+
+	e.hold(1, "the downgrade that makes the members snapshot is enabled")
+	if got := e.fake().DowngradeTarget(); got != "3.5" {
+		t.Fatalf("etcd's downgrade target = %q, want 3.5", got)
+	}
+	if len(e.eventsFor("SnapshottingForUpgrade", "")) != 1 {
+		t.Errorf("no SnapshottingForUpgrade event in %q", e.evs)
+	}
+	e.hold(1, "the downgrade is cancelled")
+	if got := e.fake().DowngradeTarget(); got != "" {
+		t.Fatalf("etcd's downgrade target = %q once every member snapshotted, want none", got)
+	}
+	if n := e.fake().Calls("Downgrade"); n != 3 {
+		t.Errorf("Downgrade calls = %d, want validate, enable and cancel", n)
+	}
+	if ro := e.cluster().Status.Rollout; ro == nil || ro.SnapshottedFor != "3.7" {
+		t.Errorf("status.rollout = %+v, want snapshottedFor 3.7", ro)
+	}
+	if len(e.eventsFor("SnapshottedForUpgrade", "")) != 1 {
+		t.Errorf("no SnapshottedForUpgrade event in %q", e.evs)
+	}
+
+	// etcd takes a few seconds to bring the data formats back to 3.6.
+	for _, m := range e.members() {
+		e.shim.setStorageVersion(m.Spec.ClientURL, "3.5.0")
+	}
+	e.hold(2, "the data formats are 3.5")
+	if p := e.lastProgressing(); p.Reason != etcdv1.ReasonRollingUpdate || !strings.Contains(p.Message, "data format") {
+		t.Errorf("Progressing = %+v, want RollingUpdate waiting for the data formats", p)
+	}
+	for _, m := range e.members() {
+		e.shim.setStorageVersion(m.Spec.ClientURL, "3.6.0")
+	}
+	e.rollToEnd(12)
+	e.checkRolledOut("3.7.3", image("3.7.3"), e.order)
+	if len(e.order) != 3 {
+		t.Errorf("update order %v, want each member once", e.order)
+	}
+	if n := e.fake().Calls("Downgrade"); n != 3 {
+		t.Errorf("Downgrade calls = %d after the upgrade, want the 3 of the snapshots only", n)
 	}
 }
