@@ -144,6 +144,7 @@ func (r *Reconciler) prepareVersion(ctx context.Context, s *scope) (ctrl.Result,
 			return r.notYet(s, err, etcdv1.ReasonRollingUpdate, fmt.Sprintf("cancel the downgrade to %s", minorOf(to)))
 		}
 		observe("downgrade_cancel", nil)
+		s.progress, s.progressMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Cancelled the downgrade to %s: spec.version is %s again", minorOf(to), s.plan.target)
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DowngradeCancelled", "Downgrade", "Cancelled etcd's downgrade to %s: spec.version is %s again", minorOf(to), s.plan.target)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	case s.plan.change == versionDowngrade && !enabled:
@@ -169,6 +170,7 @@ func (r *Reconciler) prepareVersion(ctx context.Context, s *scope) (ctrl.Result,
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
 		}
 		observe("downgrade_enable", nil)
+		s.progress, s.progressMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Downgrading to %s: enabled etcd's downgrade; members restart once their data format is %s", minorOf(target), minorOf(target))
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DowngradeEnabled", "Downgrade", "Enabled etcd's downgrade from %s to %s; members restart on %s once their data format is %s", s.plan.highest, minorOf(target), s.plan.target, minorOf(target))
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
@@ -354,6 +356,9 @@ func (s *scope) unsettledWhy(m *etcdv1.EtcdMember) string {
 		return "etcd does not answer its status request"
 	}
 	if st, lst := s.health[em.ID], s.health[s.leader]; !s.caughtUp(em) {
+		if _, ok := s.health[s.leader]; !ok {
+			return "no leader answers, so it cannot be seen to be caught up"
+		}
 		return fmt.Sprintf("it has applied index %d, the leader has committed %d", st.RaftAppliedIndex, lst.RaftIndex)
 	}
 	return "it is settled"

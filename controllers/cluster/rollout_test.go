@@ -242,11 +242,11 @@ func (e *rollEnv) pass() string {
 	return changed[0]
 }
 
-// passUntilChange runs up to max passes until one changes a member's Pod
+// passUntilChange runs up to limit passes until one changes a member's Pod
 // spec, and returns that member, or "" when none did.
-func (e *rollEnv) passUntilChange(max int) string {
+func (e *rollEnv) passUntilChange(limit int) string {
 	e.t.Helper()
-	for range max {
+	for range limit {
 		if m := e.pass(); m != "" {
 			return m
 		}
@@ -256,9 +256,9 @@ func (e *rollEnv) passUntilChange(max int) string {
 
 // rollToEnd runs passes, restarting each member the rollout changed, until
 // no rollout is left.
-func (e *rollEnv) rollToEnd(max int) {
+func (e *rollEnv) rollToEnd(limit int) {
 	e.t.Helper()
-	for range max {
+	for range limit {
 		e.pass()
 		c := e.cluster()
 		p := condition(c.Status.Conditions, etcdv1.ConditionProgressing)
@@ -266,7 +266,7 @@ func (e *rollEnv) rollToEnd(max int) {
 			return
 		}
 	}
-	e.t.Fatalf("the rollout did not end in %d passes; Progressing %+v", max, condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing))
+	e.t.Fatalf("the rollout did not end in %d passes; Progressing %+v", limit, condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing))
 }
 
 // hold runs passes and fails the test when one changes a member's Pod spec.
@@ -332,6 +332,13 @@ func (e *rollEnv) checkRolledOut(version, image string, updated []string) {
 	if p := condition(c.Status.Conditions, etcdv1.ConditionProgressing); p.Status != metav1.ConditionFalse || p.Reason != etcdv1.ReasonConverged {
 		e.t.Errorf("Progressing = %+v after the rollout, want False Converged", p)
 	}
+	// A client that waits for Progressing False of the spec's generation
+	// (kubectl wait) must not find the change done before it is.
+	for i, p := range e.progressing[:max(len(e.progressing)-1, 0)] {
+		if p.Status != metav1.ConditionTrue {
+			e.t.Errorf("pass %d of %d: Progressing = %s %s %q before the rollout ended, want True", i+1, len(e.progressing), p.Status, p.Reason, p.Message)
+		}
+	}
 	if d := condition(c.Status.Conditions, etcdv1.ConditionDegraded); d.Status != metav1.ConditionFalse {
 		e.t.Errorf("Degraded = %+v after the rollout", d)
 	}
@@ -355,7 +362,7 @@ func (e *rollEnv) checkRolledOut(version, image string, updated []string) {
 	}
 }
 
-func image(version string) string { return "quay.io/coreos/etcd:v" + version }
+func etcdImage(version string) string { return "quay.io/coreos/etcd:v" + version }
 
 func TestVersionUpgradeRollsOneMemberAtATime(t *testing.T) {
 	t.Parallel()
@@ -370,7 +377,7 @@ func TestVersionUpgradeRollsOneMemberAtATime(t *testing.T) {
 			t.Fatalf("turn %d: no member updated; Progressing %+v", turn+1, e.lastProgressing())
 		}
 		got := e.member(m)
-		if got.Spec.Version != "3.6.16" || got.Spec.Image != image("3.6.16") {
+		if got.Spec.Version != "3.6.16" || got.Spec.Image != etcdImage("3.6.16") {
 			t.Errorf("%s: version %s image %s, want 3.6.16", m, got.Spec.Version, got.Spec.Image)
 		}
 		if ro := e.cluster().Status.Rollout; ro == nil || ro.Member != m || ro.Total != 3 || ro.Updated != int32(turn) || ro.Since == nil {
@@ -414,7 +421,7 @@ func TestVersionUpgradeRollsOneMemberAtATime(t *testing.T) {
 	}) {
 		t.Errorf("no RollingUpdate message with (2 of 3) in %+v", e.progressing)
 	}
-	e.checkRolledOut("3.6.16", image("3.6.16"), e.order)
+	e.checkRolledOut("3.6.16", etcdImage("3.6.16"), e.order)
 	if n := e.fake().Calls("Downgrade"); n != 0 {
 		t.Errorf("an upgrade called Downgrade %d times", n)
 	}
@@ -505,7 +512,7 @@ func TestRolloutWaitsForSettledMembers(t *testing.T) {
 				}
 			}
 			e.rollToEnd(12)
-			e.checkRolledOut("3.6.16", image("3.6.16"), e.order)
+			e.checkRolledOut("3.6.16", etcdImage("3.6.16"), e.order)
 			if len(e.order) != 3 {
 				t.Errorf("update order %v, want each member once", e.order)
 			}
@@ -557,7 +564,7 @@ func TestRolloutRestartsALoneUnsettledMemberFirst(t *testing.T) {
 			}
 			e.playMemberController()
 			e.rollToEnd(12)
-			e.checkRolledOut("3.6.16", image("3.6.16"), e.order)
+			e.checkRolledOut("3.6.16", etcdImage("3.6.16"), e.order)
 		})
 	}
 }
@@ -641,7 +648,7 @@ func TestRolloutWaitsForScaling(t *testing.T) {
 			if len(updated) != 3 {
 				t.Fatalf("%d of the first members left, want 3", len(updated))
 			}
-			e.checkRolledOut("3.6.16", image("3.6.16"), updated)
+			e.checkRolledOut("3.6.16", etcdImage("3.6.16"), updated)
 			if n := len(e.fake().Members()); n != int(tt.to) {
 				t.Errorf("etcd has %d members, want %d", n, tt.to)
 			}
@@ -684,7 +691,7 @@ func TestStuckRolloutStopsAndResumes(t *testing.T) {
 			},
 			want:        pullErr,
 			fix:         func(s *etcdv1.EtcdClusterSpec) { s.Version = "3.5.35" },
-			wantVersion: "3.5.35", wantImg: image("3.5.35"),
+			wantVersion: "3.5.35", wantImg: etcdImage("3.5.35"),
 		},
 		{
 			name: "image cannot be pulled, another image set",
@@ -707,7 +714,7 @@ func TestStuckRolloutStopsAndResumes(t *testing.T) {
 				e.fake().SetHealthy(name, true)
 				e.setReady(name, true, etcdv1.ReasonPodReady, "")
 			},
-			wantVersion: "3.6.16", wantImg: image("3.6.16"),
+			wantVersion: "3.6.16", wantImg: etcdImage("3.6.16"),
 		},
 	}
 	for _, tt := range tests {
@@ -806,7 +813,7 @@ func TestBlockedVersionChangeRestartsNothing(t *testing.T) {
 
 			e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version = tt.then })
 			e.rollToEnd(12)
-			e.checkRolledOut(tt.then, image(tt.then), e.order)
+			e.checkRolledOut(tt.then, etcdImage(tt.then), e.order)
 		})
 	}
 }
@@ -853,7 +860,7 @@ func TestMinorDowngradeGoesThroughEtcd(t *testing.T) {
 		e.shim.setStorageVersion(m.Spec.ClientURL, "3.5.0")
 	}
 	e.rollToEnd(12)
-	e.checkRolledOut("3.5.35", image("3.5.35"), e.order)
+	e.checkRolledOut("3.5.35", etcdImage("3.5.35"), e.order)
 	if len(e.order) != 3 || e.order[2] != leader {
 		t.Errorf("update order %v, want each member once and the leader %s last", e.order, leader)
 	}
@@ -925,7 +932,7 @@ func TestDowngradeCancelledWhenSpecGoesBack(t *testing.T) {
 					back = append(back, m)
 				}
 			}
-			e.checkRolledOut("3.6.16", image("3.6.16"), back)
+			e.checkRolledOut("3.6.16", etcdImage("3.6.16"), back)
 			if ro := e.cluster().Status.Rollout; ro != nil {
 				t.Errorf("status.rollout = %+v after the cancel", ro)
 			}
@@ -968,7 +975,7 @@ func TestStorageSizeChange(t *testing.T) {
 				if len(e.order) != 3 {
 					t.Errorf("update order %v, want each member once", e.order)
 				}
-				e.checkRolledOut("3.6.16", image("3.6.16"), e.order)
+				e.checkRolledOut("3.6.16", etcdImage("3.6.16"), e.order)
 				return
 			}
 			if len(e.order) != 0 || len(e.eventsFor("MemberUpdated", "")) != 0 {
@@ -1026,7 +1033,7 @@ func TestUpgradeTo37SnapshotsFirst(t *testing.T) {
 		e.shim.setStorageVersion(m.Spec.ClientURL, "3.6.0")
 	}
 	e.rollToEnd(12)
-	e.checkRolledOut("3.7.3", image("3.7.3"), e.order)
+	e.checkRolledOut("3.7.3", etcdImage("3.7.3"), e.order)
 	if len(e.order) != 3 {
 		t.Errorf("update order %v, want each member once", e.order)
 	}

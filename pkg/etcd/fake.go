@@ -393,7 +393,7 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 			if v == "" {
 				v = f.version
 			}
-			st := Status{MemberID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftIndex: 1000, RaftAppliedIndex: 1000 - m.lag}
+			st := Status{MemberID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftIndex: 1 << 20, RaftAppliedIndex: 1<<20 - m.lag}
 			if minorOf(v) >= "3.6" {
 				// etcd 3.6 and later report their data format: their
 				// minor, or an enabled downgrade's target.
