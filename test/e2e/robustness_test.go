@@ -374,6 +374,9 @@ func TestRobustness(t *testing.T) {
 	var feats []features.Feature
 	for round := range rounds() {
 		for i, sc := range scenarios {
+			if only := os.Getenv("RAFTSMAN_ROBUSTNESS_ONLY"); only != "" && !slices.Contains(strings.Split(only, ","), sc.name) {
+				continue // a developer's run of some scenarios
+			}
 			sc.index = i
 			feats = append(feats, features.New(fmt.Sprintf("%s round %d", sc.name, round+1)).
 				Assess(sc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
