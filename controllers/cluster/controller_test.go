@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,10 @@ import (
 
 const clusterName = "demo"
 
+// defaultVersion is the version of the clusters the tests create, and the
+// one the fake etcd's members run unless a test says otherwise.
+const defaultVersion = "3.6.16"
+
 func TestEnvClusterController(t *testing.T) {
 	c, factory := startSuite(t)
 	for name, test := range map[string]func(*testing.T, *env){
@@ -38,6 +43,7 @@ func TestEnvClusterController(t *testing.T) {
 		"ScaleSubresource":                 testScaleSubresource,
 		"DeleteReleasesMembers":            testDelete,
 		"DeleteRetainKeepsVolumes":         testDeleteRetain,
+		"RollingUpgrade":                   testRollingUpgrade,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -451,13 +457,146 @@ func testDelete(t *testing.T, e *env) {
 	}
 }
 
+// testRollingUpgrade: a minor upgrade gives the new version to one member
+// at a time, followers first and the leader last, once leadership moved to
+// a member already on the new version. A member whose Pod cannot run stops
+// the rollout (Degraded, RolloutStuck), which goes on once it is Ready. The
+// test plays the member controller (Ready for the member's new generation,
+// as once its Pod runs the new spec) and etcd (the version it reports).
+func testRollingUpgrade(t *testing.T, e *env) {
+	const from, to = "3.5.35", "3.6.16"
+	e.formClusterAt(from, 3)
+	fake := e.fake()
+	leader := fakeLeaderName(fake)
+	if cl := e.getCluster(); cl.Status.Version != from {
+		t.Fatalf("status.version = %q before the upgrade, want %s", cl.Status.Version, from)
+	}
+	before := map[string]int64{}
+	for _, m := range e.members() {
+		before[m.Name] = m.Generation
+	}
+
+	// (a) One follower takes the new spec, stamped with when its update
+	// started; the others wait for it to be Ready on that spec.
+	e.patchCluster(fmt.Sprintf(`{"spec":{"version":%q}}`, to))
+	first := e.waitUpdating(to, nil)
+	switch {
+	case first.Name == leader:
+		t.Errorf("the leader %s was updated first, want a follower", first.Name)
+	case first.Generation == before[first.Name]:
+		t.Errorf("%s: generation %d did not change with its spec", first.Name, first.Generation)
+	case first.Spec.Image != resources.ImageFor(to, "quay.io/coreos/etcd"):
+		t.Errorf("%s: image = %q, want the image of %s", first.Name, first.Spec.Image, to)
+	}
+	if _, err := time.Parse(time.RFC3339, first.Annotations[etcdv1.UpdateStartedAnnotation]); err != nil {
+		t.Errorf("%s: %s = %q: %v", first.Name, etcdv1.UpdateStartedAnnotation, first.Annotations[etcdv1.UpdateStartedAnnotation], err)
+	}
+	e.waitRolling(first.Name, 1)
+	consistently(t, "one member updated while it is not Ready on its new spec", func() error {
+		if got := names(withVersion(e.members(), to)); !slices.Equal(got, []string{first.Name}) {
+			return fmt.Errorf("members on %s: %v, want %s alone", to, got, first.Name)
+		}
+		return conditions(e.getCluster(), cond{etcdv1.ConditionAvailable, metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy})
+	})
+
+	// (b) Its Pod cannot run: the rollout stops there and says so.
+	e.setReadyCondition(first.Name, metav1.ConditionFalse, etcdv1.ReasonPodFailing, "ErrImagePull: test")
+	e.waitCluster("RolloutStuck", func(cl *etcdv1.EtcdCluster) error {
+		if err := conditions(cl,
+			cond{etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonRolloutStuck},
+			cond{etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonRollingUpdate},
+			cond{etcdv1.ConditionAvailable, metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy},
+		); err != nil {
+			return err
+		}
+		if msg := meta.FindStatusCondition(cl.Status.Conditions, etcdv1.ConditionDegraded).Message; !strings.Contains(msg, first.Name) || !strings.Contains(msg, "ErrImagePull: test") {
+			return fmt.Errorf("Degraded message %q does not name %s and its failure", msg, first.Name)
+		}
+		return nil
+	})
+	if ev := e.waitEvent("RolloutStuck", clusterName); ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, first.Name) {
+		t.Errorf("event RolloutStuck = %s %q, want a Warning naming %s", ev.Type, ev.Note, first.Name)
+	}
+	consistently(t, "no other member updated while the rollout is stuck", func() error {
+		if got := names(withVersion(e.members(), to)); !slices.Equal(got, []string{first.Name}) {
+			return fmt.Errorf("members on %s: %v, want %s alone", to, got, first.Name)
+		}
+		return nil
+	})
+
+	// (c) It recovers: the rollout goes on, each member once the one before
+	// it is Ready on the new version, the leader last.
+	var done []string
+	for next := first; ; {
+		fake.SetVersion(next.Name, to)
+		e.setReadyCondition(next.Name, metav1.ConditionTrue, etcdv1.ReasonPodReady, "set by the test")
+		done = append(done, next.Name)
+		if len(done) == 3 {
+			break
+		}
+		next = e.waitUpdating(to, done)
+		if len(done) == 2 {
+			if n := fake.Calls("MoveLeader"); n < 1 {
+				t.Errorf("%s updated last with MoveLeader called %d times, want leadership moved first", next.Name, n)
+			}
+			if l := fakeLeaderName(fake); l == next.Name || !slices.Contains(done, l) {
+				t.Errorf("leader is %s while %s is updated, want one of the updated members %v", l, next.Name, done)
+			}
+		}
+		e.waitRolling(next.Name, len(done)+1)
+	}
+	if done[2] != leader {
+		t.Errorf("update order %v, want the leader %s last", done, leader)
+	}
+
+	// (d) Every member runs the new version: the rollout is over.
+	cl := e.waitConverged(3)
+	switch {
+	case cl.Status.Version != to:
+		t.Errorf("status.version = %q, want %s", cl.Status.Version, to)
+	case cl.Status.Rollout != nil:
+		t.Errorf("status.rollout = %+v after the rollout, want none", cl.Status.Rollout)
+	}
+	if err := conditions(cl, cond{etcdv1.ConditionDegraded, metav1.ConditionFalse, etcdv1.ReasonMembersHealthy}); err != nil {
+		t.Error(err)
+	}
+	for _, m := range e.members() {
+		if _, ok := m.Annotations[etcdv1.UpdateStartedAnnotation]; ok || m.Spec.Version != to {
+			t.Errorf("%s: version %s, annotations %v, want %s and no update in flight", m.Name, m.Spec.Version, m.Annotations, to)
+		}
+	}
+	if l := fakeLeaderName(fake); l == leader {
+		t.Errorf("%s still leads: leadership was not moved before updating it", leader)
+	}
+	e.waitEvent("LeaderMoved", clusterName)
+	eventually(t, "a MemberUpdated event for every member", func() error {
+		evs, err := e.events()
+		if err != nil {
+			return err
+		}
+		for _, name := range done {
+			if !slices.ContainsFunc(evs, func(ev eventsv1.Event) bool {
+				return ev.Reason == "MemberUpdated" && ev.Regarding.Name == clusterName && strings.Contains(ev.Note, "Member "+name+" ")
+			}) {
+				return fmt.Errorf("no MemberUpdated event for %s", name)
+			}
+		}
+		return nil
+	})
+}
+
 // --- helpers -------------------------------------------------------------
 
 func (e *env) createCluster(replicas int32) *etcdv1.EtcdCluster {
 	e.t.Helper()
+	return e.createClusterAt(defaultVersion, replicas)
+}
+
+func (e *env) createClusterAt(version string, replicas int32) *etcdv1.EtcdCluster {
+	e.t.Helper()
 	cl := &etcdv1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: e.ns},
-		Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16", Replicas: &replicas},
+		Spec:       etcdv1.EtcdClusterSpec{Version: version, Replicas: &replicas},
 	}
 	if err := e.c.Create(e.t.Context(), cl); err != nil {
 		e.t.Fatalf("create EtcdCluster: %v", err)
@@ -469,7 +608,14 @@ func (e *env) createCluster(replicas int32) *etcdv1.EtcdCluster {
 // until it is Available and converged; it returns the members.
 func (e *env) formCluster(replicas int32) []etcdv1.EtcdMember {
 	e.t.Helper()
-	e.createCluster(replicas)
+	return e.formClusterAt(defaultVersion, replicas)
+}
+
+// formClusterAt is formCluster on another version: the fake's members run
+// it from their first answer, so the controller never sees another.
+func (e *env) formClusterAt(version string, replicas int32) []etcdv1.EtcdMember {
+	e.t.Helper()
+	e.createClusterAt(version, replicas)
 	ms := e.waitMembers(int(replicas), func(ms []etcdv1.EtcdMember) error {
 		for _, m := range ms {
 			if err := registered(&m, etcdv1.ReasonInitialMember); err != nil {
@@ -479,6 +625,9 @@ func (e *env) formCluster(replicas int32) []etcdv1.EtcdMember {
 		return nil
 	})
 	e.bootstrapFake(ms)
+	for _, m := range ms {
+		e.fake().SetVersion(m.Name, version)
+	}
 	e.setReady(ms...)
 	e.waitConverged(int(replicas))
 	return e.members()
@@ -539,21 +688,28 @@ func (e *env) startLearners(n int) {
 func (e *env) setReady(ms ...etcdv1.EtcdMember) {
 	e.t.Helper()
 	for _, m := range ms {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			got := &etcdv1.EtcdMember{}
-			if err := e.c.Get(e.t.Context(), client.ObjectKeyFromObject(&m), got); err != nil {
-				return err
-			}
-			patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{
-				Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: got.Generation,
-				Reason: etcdv1.ReasonPodReady, Message: "set by the test",
-			})
-			return e.c.Status().Patch(e.t.Context(), got, patch)
-		})
-		if err != nil {
-			e.t.Fatalf("set Ready on %s: %v", m.Name, err)
+		e.setReadyCondition(m.Name, metav1.ConditionTrue, etcdv1.ReasonPodReady, "set by the test")
+	}
+}
+
+// setReadyCondition plays the member controller: the member's Ready
+// condition for its current generation, with an optimistic lock.
+func (e *env) setReadyCondition(member string, status metav1.ConditionStatus, reason, message string) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := &etcdv1.EtcdMember{}
+		if err := e.c.Get(e.t.Context(), client.ObjectKey{Namespace: e.ns, Name: member}, got); err != nil {
+			return err
 		}
+		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{
+			Type: etcdv1.ConditionReady, Status: status, ObservedGeneration: got.Generation,
+			Reason: reason, Message: message,
+		})
+		return e.c.Status().Patch(e.t.Context(), got, patch)
+	})
+	if err != nil {
+		e.t.Fatalf("set Ready %s on %s: %v", status, member, err)
 	}
 }
 
@@ -687,23 +843,36 @@ func (e *env) waitPDB(minAvailable int) {
 	})
 }
 
-// waitEvent waits for an event with reason about the named object.
-func (e *env) waitEvent(reason, regarding string) {
+// waitEvent waits for an event with reason about the named object and
+// returns it.
+func (e *env) waitEvent(reason, regarding string) eventsv1.Event {
 	e.t.Helper()
+	var found eventsv1.Event
 	eventually(e.t, "event "+reason, func() error {
-		list := &eventsv1.EventList{}
-		if err := e.c.List(e.t.Context(), list, client.InNamespace(e.ns)); err != nil {
+		evs, err := e.events()
+		if err != nil {
 			return err
 		}
 		var seen []string
-		for _, ev := range list.Items {
+		for _, ev := range evs {
 			if ev.Reason == reason && ev.Regarding.Name == regarding {
+				found = ev
 				return nil
 			}
 			seen = append(seen, ev.Reason)
 		}
 		return fmt.Errorf("events seen: %v", seen)
 	})
+	return found
+}
+
+// events lists the events of the test's namespace.
+func (e *env) events() ([]eventsv1.Event, error) {
+	list := &eventsv1.EventList{}
+	if err := e.c.List(e.t.Context(), list, client.InNamespace(e.ns)); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 type cond struct {
@@ -740,6 +909,71 @@ func registered(m *etcdv1.EtcdMember, reason string) error {
 		return fmt.Errorf("%s: Registered is for generation %d, the member is at %d", m.Name, c.ObservedGeneration, m.Generation)
 	}
 	return nil
+}
+
+// waitUpdating waits for the rollout to give version to one member not in
+// done, the only member with an update in flight, and returns it. Two such
+// members at once fail the test at once: a rollout restarts one at a time.
+func (e *env) waitUpdating(version string, done []string) etcdv1.EtcdMember {
+	e.t.Helper()
+	var got etcdv1.EtcdMember
+	eventually(e.t, fmt.Sprintf("a member updated to %s after %v", version, done), func() error {
+		ms := e.members()
+		var updating, stamped []string
+		for _, m := range withVersion(ms, version) {
+			if !slices.Contains(done, m.Name) {
+				updating = append(updating, m.Name)
+				got = m
+			}
+		}
+		for _, m := range ms {
+			if _, ok := m.Annotations[etcdv1.UpdateStartedAnnotation]; ok {
+				stamped = append(stamped, m.Name)
+			}
+		}
+		switch {
+		case len(updating) > 1:
+			e.t.Fatalf("members %v updated to %s at once, after %v", updating, version, done)
+		case len(updating) == 0:
+			return fmt.Errorf("no member updated yet; members with an update in flight: %v", stamped)
+		case !slices.Equal(stamped, updating):
+			return fmt.Errorf("members with an update in flight: %v, want %v", stamped, updating)
+		}
+		return nil
+	})
+	return got
+}
+
+// waitRolling waits for the cluster to say it is updating member, the nth
+// of the 3, while it stays available.
+func (e *env) waitRolling(member string, n int) {
+	e.t.Helper()
+	e.waitCluster(fmt.Sprintf("rolling update at %s (%d of 3)", member, n), func(cl *etcdv1.EtcdCluster) error {
+		if err := conditions(cl,
+			cond{etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonRollingUpdate},
+			cond{etcdv1.ConditionAvailable, metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy},
+		); err != nil {
+			return err
+		}
+		if msg := meta.FindStatusCondition(cl.Status.Conditions, etcdv1.ConditionProgressing).Message; !strings.Contains(msg, fmt.Sprintf("(%d of 3)", n)) {
+			return fmt.Errorf("Progressing message %q, want (%d of 3)", msg, n)
+		}
+		if ro := cl.Status.Rollout; ro == nil || ro.Member != member || ro.Updated != int32(n) || ro.Total != 3 {
+			return fmt.Errorf("status.rollout = %+v, want member %s, %d of 3 updated", ro, member, n)
+		}
+		return nil
+	})
+}
+
+// withVersion are the members whose spec asks for version.
+func withVersion(ms []etcdv1.EtcdMember, version string) []etcdv1.EtcdMember {
+	var out []etcdv1.EtcdMember
+	for _, m := range ms {
+		if m.Spec.Version == version {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func fakeMember(fake *etcd.Fake, peerURL string) (etcd.Member, bool) {
