@@ -72,6 +72,14 @@ type EtcdMemberSpec struct {
 	// +optional
 	TLS *MemberTLS `json:"tls,omitempty"`
 
+	// AgentImage is the operator's image: an init container of each member
+	// Pod runs its binary to check, before etcd starts, that the data
+	// directory is this member's and is there if the member ran before.
+	// Empty: no check (members made before the check existed, until their
+	// next rollout).
+	// +optional
+	AgentImage string `json:"agentImage,omitempty"`
+
 	// Restore, on the one member that bootstraps a restored cluster, is the
 	// snapshot its data directory is made from before etcd first starts.
 	// +optional

@@ -276,6 +276,7 @@ func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClust
 		PodTemplate:         c.Spec.PodTemplate,
 		Options:             c.Spec.Options,
 		TLS:                 memberTLS(c),
+		AgentImage:          r.Options.AgentImage,
 	}
 }
 

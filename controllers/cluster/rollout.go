@@ -67,6 +67,9 @@ func applyRolling(dst *etcdv1.EtcdMemberSpec, want etcdv1.EtcdMemberSpec) {
 	dst.PodTemplate = *want.PodTemplate.DeepCopy()
 	dst.Options = *want.Options.DeepCopy()
 	dst.TLS = want.TLS.DeepCopy()
+	// Not part of the Pod's hash: a new operator image reaches each
+	// member's next Pod without restarting any.
+	dst.AgentImage = want.AgentImage
 	if dst.Storage.Medium == etcdv1.StorageMediumMemory {
 		dst.Storage.Size = nil
 		if want.Storage.Size != nil {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/agent"
 	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
@@ -33,6 +34,9 @@ type scope struct {
 	// dataLost: the member's data is gone (its PVC vanished after it was
 	// created, or its tmpfs Pod went away); it must be replaced.
 	dataLost bool
+	// dataRefused is why the check before etcd refused to start the
+	// member (pkg/agent check-data), if it did.
+	dataRefused string
 	// waitingForTLS: the member's first Pod waits for the cluster's
 	// TLSReady condition.
 	waitingForTLS bool
@@ -84,8 +88,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	// 1. observe the cluster, the PVC and the Pod; 2. create the PVC;
 	// 3. grow it to the spec's size; 4. stop the Pod of a suspended cluster;
-	// 5. restart a Pod built from an older spec; 6. create the Pod.
-	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.restartForSpec, r.ensurePod)
+	// 5. delete a Pod that failed for good; 6. restart a Pod built from an
+	// older spec; 7. create the Pod.
+	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.replaceFailedPod, r.restartForSpec, r.ensurePod)
 }
 
 func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -104,8 +109,15 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	case err == nil:
 		s.pod = pod
 		m.Status.PodName = pod.Name
+		s.dataRefused = dataRefused(pod)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", m.Name, err)
+	}
+	if s.dataRefused != "" {
+		// The check before etcd found no data, or another member's, under a
+		// member that ran before: it is lost, never started without it.
+		s.dataLost = true
+		return ctrl.Result{}, nil
 	}
 	if !resources.UsesPVC(m) {
 		// A tmpfs member's data lives as long as its Pod.
@@ -143,6 +155,7 @@ func (r *Reconciler) ensurePVC(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, fmt.Errorf("create pvc %s: %w", pvc.Name, err)
 	}
 	s.pvc = pvc
+	m.Status.PVCName = pvc.Name
 	objectsCreated.WithLabelValues("pvc").Inc()
 	return ctrl.Result{}, nil
 }
@@ -184,6 +197,43 @@ func (r *Reconciler) restartForSpec(ctx context.Context, s *scope) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
+// replaceFailedPod deletes a Pod that has ended for good (phase Failed: an
+// eviction, a node's graceful shutdown); ensurePod starts a new one on the
+// same volume, with the same identity. The kubelet never restarts a Failed
+// Pod, so without this the member would stay down.
+func (r *Reconciler) replaceFailedPod(ctx context.Context, s *scope) (ctrl.Result, error) {
+	p := s.pod
+	if p == nil || !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodFailed || s.dataLost {
+		return ctrl.Result{}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Replacing a failed Pod", "pod", p.Name, "reason", p.Status.Reason, "message", p.Status.Message)
+	if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("delete failed pod %s: %w", p.Name, err)
+	}
+	r.Recorder.Eventf(s.member, p, corev1.EventTypeWarning, "PodFailed", "Restart", "Pod %s failed (%s: %s); a new Pod starts on the same volume", p.Name, p.Status.Reason, p.Status.Message)
+	s.restarting = true
+	return ctrl.Result{}, nil
+}
+
+// dataRefused is the message of the member's check-data init container
+// when it refused the data directory (DataLost or ForeignData).
+func dataRefused(p *corev1.Pod) string {
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Name != resources.CheckDataContainer {
+			continue
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t == nil || t.ExitCode == 0 {
+				continue
+			}
+			if res, err := agent.ParseResult(t.Message); err == nil && (res.Reason == agent.ReasonDataLost || res.Reason == agent.ReasonForeignData) {
+				return res.Error
+			}
+		}
+	}
+	return ""
+}
+
 // ensurePod creates the Pod of a registered member. A Pod that is still
 // terminating is waited for (its deletion wakes this controller up).
 func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -200,6 +250,15 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{}, err
 		}
 	}
+	if resources.UsesPVC(m) && s.base.Status.PVCName == "" {
+		// The PVC's name is recorded before any Pod exists: from the first
+		// Pod on, the volume holds the member's data, and a member whose
+		// recorded volume is gone is replaced, never started on a new empty
+		// one. The status write at the end of this pass records it; its
+		// change brings the next pass, which creates the Pod.
+		m.Status.PVCName = resources.PVCName(m.Name)
+		return ctrl.Result{}, nil
+	}
 	pod := resources.MemberPod(m, m.Status.PodName == "")
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("own pod of %s: %w", m.Name, err)
@@ -210,11 +269,6 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	s.pod = pod
 	m.Status.PodName = pod.Name
-	if resources.UsesPVC(m) {
-		// From now on the volume holds the member's data: losing it means
-		// replacing the member. Before the first Pod it held nothing.
-		m.Status.PVCName = resources.PVCName(m.Name)
-	}
 	objectsCreated.WithLabelValues("pod").Inc()
 	return ctrl.Result{}, nil
 }

@@ -17,6 +17,8 @@ func setReadyCondition(s *scope) {
 		kube.Set(&m.Status.Conditions, m.Generation, etcdv1.ConditionReady, ok, reason, msg)
 	}
 	switch {
+	case s.dataLost && s.dataRefused != "":
+		set(false, etcdv1.ReasonDataLost, "etcd was not started: "+s.dataRefused)
 	case s.dataLost:
 		set(false, etcdv1.ReasonDataLost, "The member's data volume is gone; the cluster controller replaces the member with a new one")
 	case !m.DeletionTimestamp.IsZero():

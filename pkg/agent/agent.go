@@ -8,6 +8,7 @@
 //	raftsman agent delete   --key K [destination]
 //	raftsman agent install  --to PATH
 //	raftsman agent restore  --key K --sha256 H --data-dir D ... [destination]
+//	raftsman agent check-data --data-dir D --marker F --member M --uid U [--first-pod]
 //
 // Every command writes a Result as JSON to its result file (the Pod's
 // termination message) and exits non-zero on failure.
@@ -125,6 +126,7 @@ func Main(args []string) int {
 	}
 	commands := map[string]func(context.Context, []string, *Result) error{
 		"snapshot": snapshot, "verify": verify, "delete": remove, "install": install, "restore": restore,
+		"check-data": checkData,
 	}
 	run, ok := commands[args[0]]
 	if !ok {

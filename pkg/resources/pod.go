@@ -219,7 +219,51 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 		pod.Spec.InitContainers = inits
 		pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
 	}
+	if m.Spec.AgentImage != "" {
+		c, vols := checkDataContainer(m, firstPod)
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
+	}
 	return pod
+}
+
+// The marker check-data keeps (see pkg/agent): on the member's PVC next to
+// the data directory, or, for a tmpfs member, on a disk volume of the Pod,
+// which outlives a wiped tmpfs (a node reboot) but not the Pod.
+const (
+	stateVolume = "state"
+	stateMount  = "/var/lib/raftsman"
+	// CheckDataContainer is the name of the init container that checks the
+	// data directory before etcd starts.
+	CheckDataContainer = "check-data"
+)
+
+// checkDataContainer is the init container that refuses to let etcd start
+// under the member's identity without the member's data.
+func checkDataContainer(m *etcdv1.EtcdMember, firstPod bool) (corev1.Container, []corev1.Volume) {
+	marker := dataMount + "/raftsman-member.json"
+	mounts := []corev1.VolumeMount{{Name: dataVolume, MountPath: dataMount}}
+	var vols []corev1.Volume
+	if !UsesPVC(m) {
+		marker = stateMount + "/member.json"
+		mounts = append(mounts, corev1.VolumeMount{Name: stateVolume, MountPath: stateMount})
+		vols = append(vols, corev1.Volume{Name: stateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	args := []string{"agent", "check-data", "--data-dir=" + dataDir, "--marker=" + marker, "--member=" + m.Name, "--uid=" + string(m.UID)}
+	if firstPod {
+		args = append(args, "--first-pod")
+	}
+	return corev1.Container{
+		Name:                     CheckDataContainer,
+		Image:                    m.Spec.AgentImage,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		Command:                  []string{AgentBinary},
+		Args:                     args,
+		VolumeMounts:             mounts,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restrictedContainer(),
+		Resources:                corev1.ResourceRequirements{Requests: DefaultAgentRequests.DeepCopy()},
+	}, vols
 }
 
 // peerHost is the host name of a member's peer URL.
