@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -42,6 +43,7 @@ var (
 	install  = flag.String("install", "dist/install.yaml", "operator install manifest")
 	reader   = flag.String("metrics-reader", "config/prometheus/metrics-reader.yaml", "the service account allowed to read the operator's /metrics (the operator's own may not)")
 	version  = flag.String("etcd-version", "3.6.16", "etcd version")
+	oldVer   = flag.String("etcd-old-version", "3.5.35", "etcd version a cluster is upgraded from to -etcd-version")
 	runs     = flag.Int("runs", 3, "repetitions of each measurement; the median is reported")
 	idleWait = flag.Duration("idle", time.Minute, "how long an idle cluster is watched for API writes")
 )
@@ -68,6 +70,9 @@ func main() {
 
 	var podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
 	var createWrites, idleWrites float64
+	var firstBack, firstDone, rollAll, upgradeTook, maxGap []float64
+	var writes, failures int
+	errs := map[string]int{}
 	for i := range *runs {
 		ns := b.namespace()
 		r, rr, l, err := b.reference(ns)
@@ -107,14 +112,40 @@ func main() {
 			must(err)
 			idleWrites = (w1 - w0) / idleWait.Minutes()
 		}
+		// Rolling changes on a cluster of their own, with nothing else of
+		// this run left running beside it (the reference ran alone too).
+		must(b.clearNamespace(ns))
+		_, err = b.createClusterAt(ns, "roll", *oldVer, 3)
+		must(err)
+		time.Sleep(6 * time.Second)
+		up, err := b.upgrade(ns, "roll", 3, *version)
+		must(err)
+		upgradeTook, maxGap = append(upgradeTook, up.took), append(maxGap, up.maxGap)
+		writes, failures = writes+up.writes, failures+up.failures
+		for e, k := range up.errs {
+			errs[e] += k
+		}
+		time.Sleep(6 * time.Second)
+		roll, err := b.rollingRestart(ns, "roll", 3)
+		must(err)
+		firstBack, firstDone, rollAll = append(firstBack, roll.firstBack), append(firstDone, roll.firstDone), append(rollAll, roll.all)
+
 		must(b.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 		fmt.Printf("run %d: pod %.1fs restart %.1fs learner-ref %.1fs | cluster %.1fs step %.1fs member-back %.1fs\n",
 			i+1, r, rr, l, clusterReady[i], scaleStep[i], memberBack[i])
+		fmt.Printf("run %d: first rolled member %s back %.1fs done %.1fs, whole roll %.1fs | upgrade %.1fs, longest write gap %.2fs (%d writes, %d failed)\n",
+			i+1, roll.member, roll.firstBack, roll.firstDone, roll.all, up.took, up.maxGap, up.writes, up.failures)
+		for _, l := range up.log {
+			fmt.Printf("  upgrade %s\n", l)
+		}
 	}
 	res := results{
 		podReady: median(podReady), podRestart: median(podRestart), learnerRef: median(learnerRef),
 		clusterReady: median(clusterReady), scaleStep: median(scaleStep), memberBack: median(memberBack),
 		createWrites: createWrites, idleWrites: idleWrites, runs: *runs,
+		firstBack: median(firstBack), firstDone: median(firstDone), rollAll: median(rollAll),
+		upgrade: median(upgradeTook), maxGap: median(maxGap), worstGap: slices.Max(maxGap),
+		writes: writes, failures: failures, errs: errs,
 	}
 	text := res.markdown()
 	fmt.Print(text)
@@ -138,6 +169,10 @@ type results struct {
 	podReady, podRestart, learnerRef    float64
 	clusterReady, scaleStep, memberBack float64
 	createWrites, idleWrites            float64
+	firstBack, firstDone, rollAll       float64
+	upgrade, maxGap, worstGap           float64
+	writes, failures                    int
+	errs                                map[string]int
 	runs                                int
 }
 
@@ -148,9 +183,14 @@ func (r results) markdown() string {
 	fmt.Fprintf(&b, "| apply to 3 members Available | %.1f s | one etcd Pod with its PVC Ready: %.1f s | %.2f | <= 1.5 |\n", r.clusterReady, r.podReady, r.clusterReady/r.podReady)
 	fmt.Fprintf(&b, "| one learner step (scale 3 -> 4 on a settled cluster) | %.1f s | a learner added to a settled one-member cluster and promoted by hand, each call retried every 100 ms: %.1f s | %.2f | <= 1.2 |\n", r.scaleStep, r.learnerRef, r.scaleStep/r.learnerRef)
 	fmt.Fprintf(&b, "| deleted member Pod back and Ready | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.2 |\n", r.memberBack, r.podRestart, r.memberBack/r.podRestart)
+	fmt.Fprintf(&b, "| one member's rolling restart (Pod template annotation changed on a settled 3-member cluster) | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.3 |\n", r.firstBack, r.podRestart, r.firstBack/r.podRestart)
+	fmt.Fprintf(&b, "| 3-member upgrade %s -> %s until converged | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 3.5 |\n", *oldVer, *version, r.upgrade, r.podRestart, r.upgrade/r.podRestart)
+	fmt.Fprintf(&b, "| longest gap between two successful client writes through the client Service during that upgrade (worst run: %.2f s) | %.2f s | | | <= 2 s |\n", r.worstGap, r.maxGap)
 	fmt.Fprintf(&b, "| operator API writes to create 3 members (events included, lease renewals not) | %.0f | | | <= 30 |\n", r.createWrites)
 	fmt.Fprintf(&b, "| operator API writes per minute, idle healthy cluster | %.1f | | | 0 |\n", r.idleWrites)
 	fmt.Fprintf(&b, "\nThe learner step is measured on a cluster that has been healthy for 6 s, like its reference: right after a cluster forms or a member joins, etcd refuses the next membership change until every voter has been connected for 5 s, which the operator waits out by retrying (so a 3 -> 5 scale right after creation costs that wait once more). A hand-driven two-learner reference was tried and dropped: on this machine it varied from 7.5 s to 15 s per learner between runs. API writes are counted by the operator itself (raftsman_api_writes_total), Lease renewals (shard and presence Leases) and the metrics endpoint's own token and access reviews of the benchmark's scrapes left out.\n")
+	fmt.Fprintf(&b, "\nRolling changes run on a 3-member cluster of their own, created with spec.version %[1]s once the cluster of the rows above and the reference Pods are deleted, and settled for 6 s like the learner step. The upgrade is timed from the patch of spec.version to %[2]s until Progressing is False for the cluster's new generation, Available True, status.version %[2]s and no rollout left in the status. Meanwhile the benchmark puts a key every 20 ms through the cluster's client Service (etcd's Go client, TLS with the client certificate of status.tls, one endpoint: the Service, 1 s timeout per write, started before the patch); the gap is the longest time between two successful writes from the last one before the patch to the first one after convergence (the row gives the median of the %[3]d runs' longest gaps and the worst of them, %.2[4]f s; %[5]d writes succeeded and %[6]d failed over all runs%[9]s). The one-member restart is then measured on that cluster, settled again for 6 s: a Pod template annotation (spec.podTemplate.metadata.annotations) is changed, which every member rolls, and the time runs from the patch until the first member the operator restarted (a follower) has a new Pod, its EtcdMember Ready for its new generation, and is healthy in the cluster's status.members. Until the operator counts that member done (healthy and caught up: its etcd.raftsman.io/update-started annotation removed) it took %.1[7]f s, and the whole 3-member rollout %.1[8]f s.\n",
+		*oldVer, *version, r.runs, r.worstGap, r.writes, r.failures, r.firstDone, r.rollAll, errorSummary(r.errs))
 	return b.String()
 }
 
@@ -421,8 +461,12 @@ func (b *bench) converged(ns, name string, n int32) func() (bool, error) {
 }
 
 func (b *bench) createCluster(ns, name string, n int32) (float64, error) {
+	return b.createClusterAt(ns, name, *version, n)
+}
+
+func (b *bench) createClusterAt(ns, name, v string, n int32) (float64, error) {
 	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{
-		Replicas: ptr.To(n), Version: *version, Storage: etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("128Mi"))}}}
+		Replicas: ptr.To(n), Version: v, Storage: etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("128Mi"))}}}
 	start := time.Now()
 	if err := b.c.Create(b.ctx, c); err != nil {
 		return 0, err
@@ -471,4 +515,24 @@ func (b *bench) deleteMemberPod(ns, name string) (float64, error) {
 		return 0, err
 	}
 	return time.Since(start).Seconds(), nil
+}
+
+// errorSummary lists the errors of failed writes with their counts, the most
+// frequent first.
+func errorSummary(errs map[string]int) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	keys := slices.Collect(maps.Keys(errs))
+	slices.SortFunc(keys, func(a, b string) int {
+		if d := errs[b] - errs[a]; d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d x `%s`", errs[k], k))
+	}
+	return ": " + strings.Join(parts, ", ")
 }
