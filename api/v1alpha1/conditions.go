@@ -245,6 +245,16 @@ const (
 	// minor skipped, a patch too old to upgrade from); nothing restarts
 	// (Progressing True, the message names the path).
 	ReasonUpgradeBlocked = "UpgradeBlocked"
+	// ReasonCorrupt: etcd raised a CORRUPT alarm; the member it names is
+	// replaced and the alarm cleared (Degraded True).
+	ReasonCorrupt = "Corrupt"
+	// ReasonNoSpace: etcd raised a NOSPACE alarm: the database reached its
+	// quota and etcd takes no more writes (Degraded True).
+	ReasonNoSpace = "NoSpace"
+	// ReasonLearnerStuck: a learner did not start or catch up in time; it
+	// is removed and added again (Progressing True).
+	ReasonLearnerStuck = "LearnerStuck"
+
 	// ReasonRolloutStuck: a member restarted by a rollout did not come back
 	// healthy in time; the rollout touches no other member until the spec
 	// changes again (Degraded True, the message names the member).

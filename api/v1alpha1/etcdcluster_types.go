@@ -311,11 +311,27 @@ type EtcdClusterStatus struct {
 	// +listMapKey=name
 	Members []ClusterMemberStatus `json:"members,omitempty"`
 
+	// Alarms are the alarms etcd has raised (NOSPACE, CORRUPT), with the
+	// member that raised each.
+	// +optional
+	Alarms []ClusterAlarm `json:"alarms,omitempty"`
+
 	// Rollout is the rolling change under way, if any: members take the
 	// spec's version, image, resources, Pod template, options and trusted
 	// CAs one at a time.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// ClusterAlarm is one alarm etcd reports.
+type ClusterAlarm struct {
+	// Type is NOSPACE or CORRUPT.
+	Type string `json:"type"`
+	// MemberID is the etcd member the alarm is about, in hexadecimal.
+	MemberID string `json:"memberID"`
+	// Member is that member's name, when it has an EtcdMember.
+	// +optional
+	Member string `json:"member,omitempty"`
 }
 
 // RolloutStatus is how far a rolling change has come.

@@ -27,6 +27,12 @@ const (
 	MinPatch35 = 11
 )
 
+// DefaultedExtraArgs are the flags the operator sets by default, which
+// spec.options.extraArgs may set instead: etcd's corruption checks (on
+// unless the spec says otherwise; feature-gates are merged, a gate the spec
+// names wins).
+var DefaultedExtraArgs = []string{"experimental-initial-corrupt-check", "experimental-compact-hash-check-enabled", "feature-gates"}
+
 // MinUpgradePatch is, for each minor version, the first patch release etcd's
 // upgrade guide allows an upgrade to the next minor from (upgrade_3_6.md:
 // "all of your 3.5 members are updated to 3.5.32 or later"; upgrade_3_7.md:

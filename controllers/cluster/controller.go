@@ -48,6 +48,9 @@ type Options struct {
 	// take to be healthy and caught up again; after that the rollout stops
 	// (Degraded, reason RolloutStuck) and touches no other member.
 	RolloutTimeout time.Duration
+	// LearnerTimeout bounds how long a learner may take to start and catch
+	// up after it was added; then it is removed and added again.
+	LearnerTimeout time.Duration
 	// Workers is how many clusters are reconciled at once, so that one
 	// cluster whose etcd does not answer does not hold up the others.
 	Workers int
@@ -70,6 +73,7 @@ func DefaultOptions() Options {
 		EtcdTimeout:    5 * time.Second,
 		StatusTimeout:  time.Second,
 		RolloutTimeout: 5 * time.Minute,
+		LearnerTimeout: 5 * time.Minute,
 		Workers:        8,
 	}
 }

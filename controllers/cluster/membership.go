@@ -306,6 +306,13 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 			continue
 		}
 		s.progress, s.progressMsg = etcdv1.ReasonPromotingLearner, fmt.Sprintf("Waiting for learner %s to start and catch up with the leader", m.Name)
+		if waited, stuck := r.learnerStuck(m); stuck {
+			why := "did not catch up with the leader"
+			if !em.Started() {
+				why = "did not start"
+			}
+			return r.replaceStuckLearner(ctx, s, m, waited, why)
+		}
 		if !em.Started() {
 			// Its Pod starting wakes us; the requeue covers etcd publishing
 			// the member a moment after the container starts.

@@ -58,6 +58,13 @@ type scope struct {
 	progress, progressMsg string
 	waiting, waitingMsg   string
 
+	// alarms are etcd's alarms, when alarmsKnown (etcd listed them).
+	alarms      []etcd.Alarm
+	alarmsKnown bool
+	// quorumReport names, once etcd has no quorum, the members gone and
+	// what each reachable member holds.
+	quorumReport string
+
 	// plan is how the members get to spec.version (prepareVersion).
 	plan versionPlan
 	// stuck says why a rollout stopped, for the Degraded condition.
@@ -114,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //  3. wait for the certificates of a new cluster (and for the checked
 //     snapshot of a restored one), 4. bootstrap it; 5. learn etcd's view;
 //  6. wait for the certificates of this generation; 7. finish removals;
-//  8. replace lost members; 9. plan the version change (enable or cancel
+//  8. replace lost and corrupt members; 9. plan the version change (enable or cancel
 //     an etcd downgrade); 10. scale down; 11. scale up: create the
 //     EtcdMember, 12. add it as a learner, 13. promote it; 14. roll the
 //     spec out to the members one at a time (rollout.go); 15. come back
@@ -132,7 +139,7 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 			r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-		r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.prepareVersion,
+		r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
 		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.healthCheckLater}
 }
 
@@ -462,6 +469,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 			return ctrl.Result{}, nil
 		}
 		ctrl.LoggerFrom(ctx).Info("etcd does not answer", "error", err.Error())
+		r.reportQuorumLoss(ctx, s)
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Membership changes wait until etcd answers again: %v", err)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
@@ -495,6 +503,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	wg.Wait()
 
 	recordDBSizes(s)
+	r.observeAlarms(ctx, s)
 
 	// Record what etcd says of each EtcdMember: its ID and role. A member
 	// added before a crash is recognised here by its peer URL.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ func setStatus(s *scope) {
 		setSuspendedStatus(s)
 		return
 	}
+	setAlarms(s)
 	if s.formed {
 		setMembers(s)
 	} else {
@@ -128,6 +130,9 @@ func setAvailable(s *scope) {
 	case !s.formed && c.Status.ClusterID == "":
 		set(false, etcdv1.ReasonBootstrapping, fmt.Sprintf("Waiting for the %d initial members to start and form the cluster", len(s.members)))
 		return
+	case !s.formed && s.quorumReport != "":
+		set(false, etcdv1.ReasonQuorumLost, fmt.Sprintf("etcd does not answer: %v; %s", s.etcdErr, s.quorumReport))
+		return
 	case !s.formed:
 		set(false, etcdv1.ReasonQuorumLost, fmt.Sprintf("etcd does not answer: %v. Check the member Pods with kubectl get etcdmember,pods", s.etcdErr))
 		return
@@ -187,7 +192,20 @@ func setDegraded(s *scope) {
 			sick = append(sick, ms.Name)
 		}
 	}
+	alarm := func(t string) string {
+		var names []string
+		for _, a := range c.Status.Alarms {
+			if a.Type == t {
+				names = append(names, cmp.Or(a.Member, a.MemberID))
+			}
+		}
+		return strings.Join(names, ", ")
+	}
 	switch {
+	case alarm(etcd.AlarmCorrupt) != "":
+		set(true, etcdv1.ReasonCorrupt, fmt.Sprintf("etcd raised a CORRUPT alarm for %s: its data differs from the others'; it is replaced and the alarm cleared, and etcd takes no writes until then", alarm(etcd.AlarmCorrupt)))
+	case alarm(etcd.AlarmNoSpace) != "":
+		set(true, etcdv1.ReasonNoSpace, fmt.Sprintf("etcd raised a NOSPACE alarm for %s: the database reached its quota (spec.options.quotaBackendBytes) and etcd takes no writes until it is compacted, defragmented and the alarm cleared", alarm(etcd.AlarmNoSpace)))
 	case s.stuck != "":
 		set(true, etcdv1.ReasonRolloutStuck, s.stuck)
 	case len(sick) > 0:

@@ -32,6 +32,8 @@ type Status struct {
 	// index it has applied to its store.
 	RaftIndex        uint64
 	RaftAppliedIndex uint64
+	// Revision is the member's store revision.
+	Revision int64
 	DBSize           int64
 	Errors           []string
 	// StorageVersion is the version of the member's data format (etcd 3.6
@@ -41,6 +43,18 @@ type Status struct {
 	// later report it; 3.5 never does).
 	Downgrade DowngradeInfo
 }
+
+// Alarm is an alarm one member raised: "NOSPACE" or "CORRUPT".
+type Alarm struct {
+	MemberID uint64
+	Type     string
+}
+
+// Alarm types.
+const (
+	AlarmNoSpace = "NOSPACE"
+	AlarmCorrupt = "CORRUPT"
+)
 
 // DowngradeInfo is whether a downgrade is enabled, and to which version.
 type DowngradeInfo struct {
@@ -80,6 +94,11 @@ type Client interface {
 	MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error
 	// Status asks one member, at its client URL, for its status.
 	Status(ctx context.Context, endpoint string) (Status, error)
+	// Alarms lists the alarms etcd has raised (NOSPACE, CORRUPT), each with
+	// the member that raised it.
+	Alarms(ctx context.Context) ([]Alarm, error)
+	// DisarmAlarm clears one alarm of one member.
+	DisarmAlarm(ctx context.Context, a Alarm) error
 	// Downgrade calls etcd's downgrade API with a target version like
 	// 3.5.0 and returns the cluster version etcd answers with.
 	Downgrade(ctx context.Context, action DowngradeAction, version string) (string, error)

@@ -24,6 +24,7 @@ type Fake struct {
 
 	// downgrade is the enabled downgrade's target minor ("3.5"), if any.
 	downgrade string
+	alarms    []Alarm
 
 	authEnabled  bool
 	rootPassword string
@@ -108,6 +109,38 @@ func (f *Fake) SetLeader(name string) {
 			f.leader = m.ID
 		}
 	}
+}
+
+// RaiseAlarm makes etcd report an alarm of the named member.
+func (f *Fake) RaiseAlarm(name, typ string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			f.alarms = append(f.alarms, Alarm{MemberID: m.ID, Type: typ})
+		}
+	}
+}
+
+// Alarms implements Client.
+func (f *Fake) Alarms(context.Context) ([]Alarm, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("Alarms"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.alarms), nil
+}
+
+// DisarmAlarm implements Client.
+func (f *Fake) DisarmAlarm(_ context.Context, a Alarm) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("DisarmAlarm"); err != nil {
+		return err
+	}
+	f.alarms = slices.DeleteFunc(f.alarms, func(x Alarm) bool { return x == a })
+	return nil
 }
 
 // SetVersion makes the named member run version, as after a restart on

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -179,6 +180,7 @@ func (c *realClient) Status(ctx context.Context, endpoint string) (Status, error
 		IsLearner:        resp.IsLearner,
 		RaftIndex:        resp.RaftIndex,
 		RaftAppliedIndex: resp.RaftAppliedIndex,
+		Revision:         resp.Header.Revision,
 		DBSize:           resp.DbSize,
 		Errors:           resp.Errors,
 		StorageVersion:   resp.StorageVersion,
@@ -187,6 +189,27 @@ func (c *realClient) Status(ctx context.Context, endpoint string) (Status, error
 		st.Downgrade = DowngradeInfo{Enabled: d.Enabled, TargetVersion: d.TargetVersion}
 	}
 	return st, nil
+}
+
+func (c *realClient) Alarms(ctx context.Context) ([]Alarm, error) {
+	resp, err := c.cli.AlarmList(ctx)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]Alarm, 0, len(resp.Alarms))
+	for _, a := range resp.Alarms {
+		out = append(out, Alarm{MemberID: a.MemberID, Type: a.Alarm.String()})
+	}
+	return out, nil
+}
+
+func (c *realClient) DisarmAlarm(ctx context.Context, a Alarm) error {
+	t, ok := pb.AlarmType_value[a.Type]
+	if !ok {
+		return fmt.Errorf("unknown alarm %q", a.Type)
+	}
+	_, err := c.cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)})
+	return mapError(err)
 }
 
 func (c *realClient) Downgrade(ctx context.Context, action DowngradeAction, version string) (string, error) {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -133,10 +134,39 @@ func EtcdArgs(m *etcdv1.EtcdMember, firstPod bool) []string {
 	if o.MaxRequestBytes != nil {
 		add("max-request-bytes", strconv.Itoa(int(*o.MaxRequestBytes)))
 	}
-	for _, k := range slices.Sorted(maps.Keys(o.ExtraArgs)) {
-		add(k, o.ExtraArgs[k])
+	extra := maps.Clone(o.ExtraArgs)
+	if extra == nil {
+		extra = map[string]string{}
+	}
+	corruptionChecks(m.Spec.Version, extra)
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		add(k, extra[k])
 	}
 	return args
+}
+
+// corruptionChecks turns on etcd's corruption checks, unless extra sets
+// them: the check at start (a member whose data differs from the others'
+// does not join) and the check after each compaction (the leader compares
+// the members' hashes; a mismatch raises a CORRUPT alarm, and the operator
+// replaces the member it names). etcd 3.5 names them experimental flags,
+// 3.6 and later feature gates (3.7 removed the flags).
+func corruptionChecks(version string, extra map[string]string) {
+	if strings.HasPrefix(version, "3.5.") {
+		for _, f := range []string{"experimental-initial-corrupt-check", "experimental-compact-hash-check-enabled"} {
+			if _, ok := extra[f]; !ok {
+				extra[f] = "true"
+			}
+		}
+		return
+	}
+	gates := extra["feature-gates"]
+	for _, g := range []string{"InitialCorruptCheck", "CompactHashCheck"} {
+		if !strings.Contains(gates, g+"=") {
+			gates = strings.TrimPrefix(gates+","+g+"=true", ",")
+		}
+	}
+	extra["feature-gates"] = gates
 }
 
 // MemberPod is the Pod of a member. Its name and hostname are the member's

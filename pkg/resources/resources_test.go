@@ -343,13 +343,56 @@ func TestOperatorFlagsAreOwned(t *testing.T) {
 	}, etcdv1.StorageSpec{})
 	m.Spec.TLS = &etcdv1.MemberTLS{PeerSecretName: "p", ServerSecretName: "s", ClientCertAuth: true}
 	refused := append(slices.Clone(etcdv1.OwnedExtraArgs), etcdv1.TypedExtraArgs...)
-	for _, a := range EtcdArgs(m, true) {
-		flag, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if !slices.Contains(refused, flag) {
-			t.Errorf("the operator sets --%s, which spec.options.extraArgs could override: add it to OwnedExtraArgs", flag)
+	for _, version := range []string{"3.5.35", "3.6.16", "3.7.3"} {
+		m.Spec.Version = version
+		for _, a := range EtcdArgs(m, true) {
+			flag, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			if slices.Contains(etcdv1.DefaultedExtraArgs, flag) {
+				continue // the operator's default, extraArgs may set it
+			}
+			if !slices.Contains(refused, flag) {
+				t.Errorf("the operator sets --%s, which spec.options.extraArgs could override: add it to OwnedExtraArgs", flag)
+			}
+			if slices.Contains(etcdv1.AllowedExtraArgs, flag) {
+				t.Errorf("--%s is both set by the operator and allowed in extraArgs", flag)
+			}
 		}
-		if slices.Contains(etcdv1.AllowedExtraArgs, flag) {
-			t.Errorf("--%s is both set by the operator and allowed in extraArgs", flag)
+	}
+}
+
+// TestCorruptionChecksOnByDefault: each version gets its own names for the
+// corruption checks, and a user's own setting wins.
+func TestCorruptionChecksOnByDefault(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		version string
+		extra   map[string]string
+		want    []string
+		notWant []string
+	}{
+		{version: "3.5.35", want: []string{"--experimental-initial-corrupt-check=true", "--experimental-compact-hash-check-enabled=true"}, notWant: []string{"--feature-gates"}},
+		{version: "3.6.16", want: []string{"--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"}, notWant: []string{"--experimental-"}},
+		{version: "3.7.3", want: []string{"--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"}, notWant: []string{"--experimental-"}},
+		{version: "3.6.16", extra: map[string]string{"feature-gates": "StopGRPCServiceOnDefrag=true,CompactHashCheck=false"},
+			want: []string{"--feature-gates=StopGRPCServiceOnDefrag=true,CompactHashCheck=false,InitialCorruptCheck=true"}},
+		{version: "3.5.35", extra: map[string]string{"experimental-initial-corrupt-check": "false"},
+			want: []string{"--experimental-initial-corrupt-check=false", "--experimental-compact-hash-check-enabled=true"}},
+	} {
+		m := member(etcdv1.InitialClusterStateExisting, etcdv1.EtcdOptions{ExtraArgs: tc.extra}, etcdv1.StorageSpec{})
+		m.Spec.Version = tc.version
+		args := strings.Join(EtcdArgs(m, false), " ")
+		for _, w := range tc.want {
+			if !strings.Contains(args, w) {
+				t.Errorf("%s %v: args %s lack %s", tc.version, tc.extra, args, w)
+			}
+		}
+		for _, w := range tc.notWant {
+			if strings.Contains(args, w) {
+				t.Errorf("%s: args %s have %s", tc.version, args, w)
+			}
+		}
+		if tc.extra != nil && len(m.Spec.Options.ExtraArgs) != len(tc.extra) {
+			t.Errorf("the builder changed the member's extraArgs: %v", m.Spec.Options.ExtraArgs)
 		}
 	}
 }

@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+)
+
+// observeAlarms asks etcd for its alarms. A failure leaves the alarms the
+// status showed last: an alarm is cleared only by etcd saying so.
+func (r *Reconciler) observeAlarms(ctx context.Context, s *scope) {
+	tctx, cancel := r.etcdCtx(ctx)
+	defer cancel()
+	alarms, err := s.client.Alarms(tctx)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("etcd did not list its alarms", "error", err.Error())
+		return
+	}
+	s.alarms, s.alarmsKnown = alarms, true
+}
+
+// memberByID is the active EtcdMember etcd knows by id.
+func (s *scope) memberByID(id uint64) *etcdv1.EtcdMember {
+	for _, m := range s.active() {
+		if em, ok := s.inEtcd(m); ok && em.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// replaceCorruptMembers replaces the member a CORRUPT alarm names: its data
+// differs from the others', so it must not vote or serve. Its EtcdMember is
+// deleted (finishRemovals then removes it from etcd, scaleUp adds a fresh
+// learner), one at a time and only while the rest keep a quorum. An alarm
+// about a member etcd no longer lists is cleared: etcd takes no writes
+// while a CORRUPT alarm stands.
+func (r *Reconciler) replaceCorruptMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.alarmsKnown {
+		return ctrl.Result{}, nil
+	}
+	for _, a := range s.alarms {
+		if a.Type != etcd.AlarmCorrupt {
+			continue
+		}
+		if !slices.ContainsFunc(s.etcdList, func(em etcd.Member) bool { return em.ID == a.MemberID }) {
+			tctx, cancel := r.etcdCtx(ctx)
+			err := s.client.DisarmAlarm(tctx, a)
+			cancel()
+			observe("alarm_disarm", err)
+			if err != nil {
+				return r.notYet(s, err, etcdv1.ReasonReplacingMember, fmt.Sprintf("clear the CORRUPT alarm of removed member %s", etcd.FormatID(a.MemberID)))
+			}
+			r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "AlarmCleared", "AlarmDisarm", "Cleared the CORRUPT alarm of member %s: it has been removed", etcd.FormatID(a.MemberID))
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		}
+		m := s.memberByID(a.MemberID)
+		if m == nil {
+			continue
+		}
+		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("etcd raised a CORRUPT alarm for member %s: it is removed and replaced by a new member", m.Name)
+		if em, ok := s.inEtcd(m); ok && !s.removalKeepsQuorum(em) {
+			s.waiting, s.waitingMsg = etcdv1.ReasonQuorumAtRisk, fmt.Sprintf("Member %s is corrupt, but removing it now would leave fewer healthy voters than a quorum; waiting for the others to be healthy", m.Name)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		}
+		ctrl.LoggerFrom(ctx).Info("Replacing a corrupt member", "member", m.Name)
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "MemberCorrupt", "Replace", "etcd raised a CORRUPT alarm for member %s (%s); it is removed and replaced", m.Name, etcd.FormatID(a.MemberID))
+		if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete corrupt member %s: %w", m.Name, err)
+		}
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// learnerStuck says whether a learner has been waiting to start or catch up
+// for longer than Options.LearnerTimeout since it was added.
+func (r *Reconciler) learnerStuck(m *etcdv1.EtcdMember) (time.Duration, bool) {
+	c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionRegistered)
+	if c == nil || c.Status != "True" || r.Options.LearnerTimeout <= 0 {
+		return 0, false
+	}
+	waited := time.Since(c.LastTransitionTime.Time)
+	return waited, waited > r.Options.LearnerTimeout
+}
+
+// replaceStuckLearner removes a learner that never started or caught up:
+// its EtcdMember is deleted (finishRemovals removes it from etcd, which
+// costs no quorum) and scaleUp adds a new one. Without this, one learner
+// that cannot start (no node fits it, a volume that never binds) would
+// block every later membership change.
+func (r *Reconciler) replaceStuckLearner(ctx context.Context, s *scope, m *etcdv1.EtcdMember, waited time.Duration, why string) (ctrl.Result, error) {
+	s.progress, s.progressMsg = etcdv1.ReasonLearnerStuck, fmt.Sprintf("Learner %s %s after %s; it is removed and added again", m.Name, why, waited.Round(time.Second))
+	ctrl.LoggerFrom(ctx).Info("Replacing a stuck learner", "member", m.Name, "waited", waited.String(), "why", why)
+	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "LearnerStuck", "Replace", "Learner %s %s after %s (the learner timeout); it is removed and a new one added", m.Name, why, waited.Round(time.Second))
+	if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("delete stuck learner %s: %w", m.Name, err)
+	}
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// reportQuorumLoss asks each member that etcd cannot reach through its
+// quorum for its own status, so that the status names the members gone (and
+// what their EtcdMember says) and the raft index and revision each
+// reachable member holds: what a person needs to choose where to recover
+// from. A Warning event marks the loss once.
+func (r *Reconciler) reportQuorumLoss(ctx context.Context, s *scope) {
+	var reachable, gone []string
+	for _, m := range s.active() {
+		tctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
+		st, err := s.client.Status(tctx, m.Spec.ClientURL)
+		cancel()
+		if err != nil {
+			why := "does not answer"
+			if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Status != "True" {
+				why = c.Message
+			}
+			gone = append(gone, fmt.Sprintf("%s (%s)", m.Name, why))
+			continue
+		}
+		reachable = append(reachable, fmt.Sprintf("%s (raft index %d, revision %d)", m.Name, st.RaftIndex, st.Revision))
+	}
+	s.quorumReport = fmt.Sprintf("members gone: %s; reachable: %s", orNone(gone), orNone(reachable))
+	if prev := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionAvailable); prev == nil || prev.Reason != etcdv1.ReasonQuorumLost {
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, "QuorumLost", "Observe", "etcd has no quorum: %s", s.quorumReport)
+	}
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// setAlarms copies etcd's alarms into the status.
+func setAlarms(s *scope) {
+	if !s.alarmsKnown {
+		return
+	}
+	c := s.cluster
+	c.Status.Alarms = nil
+	for _, a := range s.alarms {
+		ca := etcdv1.ClusterAlarm{Type: a.Type, MemberID: etcd.FormatID(a.MemberID)}
+		for _, m := range s.members {
+			if m.Status.MemberID == ca.MemberID {
+				ca.Member = m.Name
+			}
+		}
+		c.Status.Alarms = append(c.Status.Alarms, ca)
+	}
+}
