@@ -74,13 +74,13 @@ SRC
   echo "  etcd v$v built in $((SECONDS - t0))s"
 }
 
-build_go_install() { # build_go_install NAME PKG VERSION BIN
-  local name=$1 pkg=$2 v=$3 bin=$4 dir="$out/bin/$1-$3"
+build_go_install() { # build_go_install NAME PKG VERSION BIN [LDFLAGS]
+  local name=$1 pkg=$2 v=$3 bin=$4 ldflags=${5:-} dir="$out/bin/$1-$3"
   have "$dir" "$bin" && return 0
   echo "building $name $v"
   local t0=$SECONDS
   mkdir -p "$dir"
-  GOBIN="$dir" CGO_ENABLED=0 GOFLAGS= go install -trimpath -ldflags "-s -w" "$pkg@$v"
+  GOBIN="$dir" CGO_ENABLED=0 GOFLAGS= go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$v"
   echo "  $name built in $((SECONDS - t0))s"
 }
 
@@ -461,6 +461,9 @@ case $what in
   kubernetes) build_kubernetes ;;
   etcd) build_etcd "$ETCD_VERSION"; build_etcd "$ETCD_OLD_VERSION"; build_etcd "$ETCD_NEXT_VERSION" ;;
   cert-manager) build_cert_manager ;;
+  # helm's own release build sets its version the same way (helm version prints it).
+  helm) build_go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" helm \
+    "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" ;;
   # What envtest needs (KUBEBUILDER_ASSETS): kube-apiserver, kubectl and etcd.
   envtest) build_etcd "$ETCD_VERSION"; build_kubernetes kube-apiserver kubectl ;;
   all)
@@ -473,5 +476,5 @@ case $what in
     build_go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "$CRICTL_VERSION" crictl
     build_cert_manager
     ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|envtest|cert-manager]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|envtest|cert-manager|helm]" >&2; exit 2 ;;
 esac

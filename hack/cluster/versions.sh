@@ -11,6 +11,8 @@ LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 CRICTL_VERSION=${CRICTL_VERSION:-v1.34.0}
 # cert-manager's controller and CRDs, run beside the cluster by cert-manager.sh.
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
+# helm, for the chart's lint, render and e2e tests (charts/raftsman); not part of the cluster.
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 BUSYBOX_IMAGE=docker.io/library/busybox:local
 ETCD_REPOSITORY=quay.io/coreos/etcd
