@@ -7,6 +7,11 @@
 // one fixed timestamp, entries are sorted and owned by 0:0, so the same inputs
 // give the same image digest.
 //
+// With -oci it writes an OCI image layout archive instead (what `skopeo copy
+// oci-archive:` and `crane push` read and `ctr images import` also takes),
+// with OCI media types, and prints the manifest's digest: the digest the image
+// has in any registry it is copied to as is. Releases are built this way.
+//
 // Example:
 //
 //	imagebuild -tag quay.io/coreos/etcd:v3.6.16 \
@@ -18,6 +23,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +41,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // epoch is the timestamp of every entry and of the config: fixed so that
@@ -58,6 +65,7 @@ type entry struct {
 func main() {
 	var tags, files, dirs, links, envs multi
 	var entrypoint, cmd, user, workdir, out string
+	var oci bool
 	flag.Var(&tags, "tag", "image reference to tag the image with (repeatable), e.g. quay.io/coreos/etcd:v3.6.16")
 	flag.Var(&files, "file", "DEST=SRC: copy file SRC to absolute path DEST in the image, keeping its permission bits (repeatable)")
 	flag.Var(&dirs, "dir", "DEST[:MODE]: create directory DEST with octal MODE, default 0755 (repeatable)")
@@ -68,18 +76,19 @@ func main() {
 	flag.StringVar(&user, "user", "", "user (uid or uid:gid) the image runs as")
 	flag.StringVar(&workdir, "workdir", "", "working directory")
 	flag.StringVar(&out, "o", "", "output tarball")
+	flag.BoolVar(&oci, "oci", false, "write an OCI image layout archive with OCI media types, and print the manifest digest")
 	flag.Parse()
 	if len(tags) == 0 || out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: imagebuild -tag REF [-tag REF...] -o OUT.tar [-file DEST=SRC...] [-dir DEST[:MODE]...] [-symlink DEST=TARGET...] [-env K=V...] [-entrypoint CMD] [-cmd ARGS] [-user UID]")
+		fmt.Fprintln(os.Stderr, "usage: imagebuild -tag REF [-tag REF...] -o OUT.tar [-oci] [-file DEST=SRC...] [-dir DEST[:MODE]...] [-symlink DEST=TARGET...] [-env K=V...] [-entrypoint CMD] [-cmd ARGS] [-user UID]")
 		os.Exit(2)
 	}
-	if err := run(tags, files, dirs, links, envs, entrypoint, cmd, user, workdir, out); err != nil {
+	if err := run(tags, files, dirs, links, envs, entrypoint, cmd, user, workdir, out, oci); err != nil {
 		fmt.Fprintln(os.Stderr, "imagebuild:", err)
 		os.Exit(1)
 	}
 }
 
-func run(tags, files, dirs, links, envs []string, entrypoint, cmd, user, workdir, out string) error {
+func run(tags, files, dirs, links, envs []string, entrypoint, cmd, user, workdir, out string, oci bool) error {
 	entries := map[string]entry{}
 	add := func(p string, e entry) error {
 		if !path.IsAbs(p) {
@@ -147,14 +156,19 @@ func run(tags, files, dirs, links, envs []string, entrypoint, cmd, user, workdir
 	if err != nil {
 		return err
 	}
+	base, layerOpts := empty.Image, []tarball.LayerOption(nil)
+	if oci {
+		base = mutate.ConfigMediaType(mutate.MediaType(base, types.OCIManifestSchema1), types.OCIConfigJSON)
+		layerOpts = append(layerOpts, tarball.WithMediaType(types.OCILayer))
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerData)), nil
-	})
+	}, layerOpts...)
 	if err != nil {
 		return err
 	}
 
-	img, err := mutate.Append(empty.Image, mutate.Addendum{
+	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:   layer,
 		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "imagebuild"},
 	})
@@ -180,23 +194,118 @@ func run(tags, files, dirs, links, envs []string, entrypoint, cmd, user, workdir
 	}
 
 	refs := map[name.Reference]v1.Image{}
+	var ociTags []name.Tag
 	for _, t := range tags {
 		tag, err := name.NewTag(t)
 		if err != nil {
 			return fmt.Errorf("-tag %q: %v", t, err)
 		}
 		refs[tag] = img
+		ociTags = append(ociTags, tag)
 	}
 	// Write next to the target and rename, so a reader never sees half a file.
 	tmp := out + ".tmp"
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	if err := tarball.MultiRefWriteToFile(tmp, refs); err != nil {
+	if oci {
+		err = writeOCIArchive(tmp, img, layerData, ociTags)
+	} else {
+		err = tarball.MultiRefWriteToFile(tmp, refs)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, out)
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	if oci {
+		d, err := img.Digest()
+		if err != nil {
+			return err
+		}
+		fmt.Println(d)
+	}
+	return nil
+}
+
+// writeOCIArchive writes img as a tar of an OCI image layout: oci-layout,
+// index.json with one entry per tag, and the blobs. Every entry has the fixed
+// timestamp, so the archive is as reproducible as the image. The layer's bytes
+// are those the image's digests were computed from.
+func writeOCIArchive(path string, img v1.Image, layerData []byte, tags []name.Tag) error {
+	manifest, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	config, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return err
+	}
+	desc := v1.Descriptor{MediaType: mt, Size: int64(len(manifest)), Digest: sha(manifest)}
+	index := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
+	for _, t := range tags {
+		d := desc
+		// ref.name is the tag (what `oci-archive:FILE:TAG` selects);
+		// containerd names the image it imports by the full reference.
+		d.Annotations = map[string]string{
+			"org.opencontainers.image.ref.name": t.TagStr(),
+			"io.containerd.image.name":          t.Name(),
+		}
+		index.Manifests = append(index.Manifests, d)
+	}
+	indexJSON, err := json.Marshal(index)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	dir := func(n string) error {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: n, Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
+	}
+	file := func(n string, data []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: 0o644, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	for _, d := range []string{"blobs/", "blobs/sha256/"} {
+		if err := dir(d); err != nil {
+			return err
+		}
+	}
+	blobs := [][]byte{config, layerData, manifest}
+	sort.Slice(blobs, func(i, j int) bool { return sha(blobs[i]).Hex < sha(blobs[j]).Hex })
+	for _, b := range blobs {
+		if err := file("blobs/sha256/"+sha(b).Hex, b); err != nil {
+			return err
+		}
+	}
+	if err := file("index.json", indexJSON); err != nil {
+		return err
+	}
+	if err := file("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func sha(b []byte) v1.Hash {
+	h, _, _ := v1.SHA256(bytes.NewReader(b))
+	return h
 }
 
 // writeLayer returns the gzip-compressed tar of the entries, sorted by path.
