@@ -86,6 +86,10 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default=Delete
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Recovery says what the operator does when etcd loses its quorum.
+	// +optional
+	Recovery RecoverySpec `json:"recovery,omitempty"`
 }
 
 // DeletionPolicy is what happens to the members' volumes when their cluster
@@ -311,6 +315,10 @@ type EtcdClusterStatus struct {
 	// +listMapKey=name
 	Members []ClusterMemberStatus `json:"members,omitempty"`
 
+	// Recovery is the last recovery from a lost quorum, if any.
+	// +optional
+	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+
 	// Alarms are the alarms etcd has raised (NOSPACE, CORRUPT), with the
 	// member that raised each.
 	// +optional
@@ -322,6 +330,65 @@ type EtcdClusterStatus struct {
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
+
+// QuorumLossPolicy is what the operator does once etcd has lost its quorum.
+// +kubebuilder:validation:Enum=Manual;Automatic
+type QuorumLossPolicy string
+
+const (
+	// QuorumLossManual: the operator reports the loss and waits for the
+	// etcd.raftsman.io/recover-quorum annotation.
+	QuorumLossManual QuorumLossPolicy = "Manual"
+	// QuorumLossAutomatic: once the loss has lasted quorumLossAfter and the
+	// members gone do not answer either, the operator restarts the
+	// reachable member with the highest raft index alone from its own data.
+	QuorumLossAutomatic QuorumLossPolicy = "Automatic"
+)
+
+// RecoverySpec is how the operator recovers from a lost quorum.
+type RecoverySpec struct {
+	// QuorumLoss is Manual (the default) or Automatic.
+	// +kubebuilder:default=Manual
+	// +optional
+	QuorumLoss QuorumLossPolicy `json:"quorumLoss,omitempty"`
+	// QuorumLossAfter is how long etcd must have had no quorum, and the
+	// members gone not answered, before an Automatic recovery (default 5m).
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(h|m|s|ms))+$') && duration(self) >= duration('30s')",message="spec.recovery.quorumLossAfter must be a duration like 5m in h, m, s or ms (no days), of at least 30s"
+	// +optional
+	QuorumLossAfter string `json:"quorumLossAfter,omitempty"`
+}
+
+// RecoveryStatus is what the last quorum recovery did.
+type RecoveryStatus struct {
+	// Phase: Forcing (the chosen member restarts alone from its data with
+	// etcd's --force-new-cluster), Regrowing (it runs alone; new members
+	// join as learners), Done.
+	Phase string `json:"phase"`
+	// Member the cluster restarted from.
+	Member string `json:"member"`
+	// Revision and RaftIndex that member held when it was chosen.
+	Revision  int64  `json:"revision"`
+	RaftIndex uint64 `json:"raftIndex"`
+	// Automatic: chosen by the operator (spec.recovery.quorumLoss
+	// Automatic), else named by the annotation.
+	// +optional
+	Automatic bool `json:"automatic,omitempty"`
+	// StartedAt and FinishedAt bound the recovery.
+	StartedAt metav1.Time `json:"startedAt"`
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// Message says what was done and what was kept.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Recovery phases.
+const (
+	RecoveryForcing   = "Forcing"
+	RecoveryRegrowing = "Regrowing"
+	RecoveryDone      = "Done"
+)
 
 // ClusterAlarm is one alarm etcd reports.
 type ClusterAlarm struct {

@@ -72,6 +72,14 @@ type EtcdMemberSpec struct {
 	// +optional
 	TLS *MemberTLS `json:"tls,omitempty"`
 
+	// ForceNewCluster, set by the cluster controller only while it recovers
+	// a cluster that lost its quorum from this member, starts etcd with
+	// --force-new-cluster: the member restarts alone, from its own data, as
+	// a one-member cluster. It is cleared (and the Pod restarted without
+	// it) as soon as etcd answers as that one member.
+	// +optional
+	ForceNewCluster bool `json:"forceNewCluster,omitempty"`
+
 	// AgentImage is the operator's image: an init container of each member
 	// Pod runs its binary to check, before etcd starts, that the data
 	// directory is this member's and is there if the member ran before.

@@ -54,6 +54,10 @@ const (
 	// gave it a new spec (RFC 3339); the cluster controller removes it once
 	// the member is healthy and caught up on that spec.
 	UpdateStartedAnnotation = "etcd.raftsman.io/update-started"
+	// RecoverQuorumAnnotation on an EtcdCluster that lost its quorum names
+	// the member to restart the cluster from (alone, from its own data).
+	// The operator removes it when the recovery is done.
+	RecoverQuorumAnnotation = "etcd.raftsman.io/recover-quorum"
 )
 
 // Ports etcd listens on in every member Pod.

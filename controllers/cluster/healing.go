@@ -116,6 +116,7 @@ func (r *Reconciler) replaceStuckLearner(ctx context.Context, s *scope, m *etcdv
 // from. A Warning event marks the loss once.
 func (r *Reconciler) reportQuorumLoss(ctx context.Context, s *scope) {
 	var reachable, gone []string
+	s.reachable = map[string]etcd.Status{}
 	for _, m := range s.active() {
 		tctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
 		st, err := s.client.Status(tctx, m.Spec.ClientURL)
@@ -128,6 +129,7 @@ func (r *Reconciler) reportQuorumLoss(ctx context.Context, s *scope) {
 			gone = append(gone, fmt.Sprintf("%s (%s)", m.Name, why))
 			continue
 		}
+		s.reachable[m.Name] = st
 		reachable = append(reachable, fmt.Sprintf("%s (raft index %d, revision %d)", m.Name, st.RaftIndex, st.Revision))
 	}
 	s.quorumReport = fmt.Sprintf("members gone: %s; reachable: %s", orNone(gone), orNone(reachable))

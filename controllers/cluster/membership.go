@@ -143,6 +143,10 @@ func (r *Reconciler) replaceLostMembers(ctx context.Context, s *scope) (ctrl.Res
 			continue
 		}
 		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("Member %s lost its data or its place in etcd and is replaced by a new member", m.Name)
+		if ok, err := r.keepVolumeOfLost(ctx, s, m); err != nil || !ok {
+			// A recovery runs: the member's volume is released first.
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, err
+		}
 		ctrl.LoggerFrom(ctx).Info("Replacing lost member", "member", m.Name)
 		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "MemberLost", "Replace", "Member %s lost its data or its place in etcd; it is removed and replaced", m.Name)
 		if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {

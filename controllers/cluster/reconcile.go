@@ -64,6 +64,9 @@ type scope struct {
 	// quorumReport names, once etcd has no quorum, the members gone and
 	// what each reachable member holds.
 	quorumReport string
+	// reachable are the members that answered their status request while
+	// etcd had no quorum, with what each said.
+	reachable map[string]etcd.Status
 
 	// plan is how the members get to spec.version (prepareVersion).
 	plan versionPlan
@@ -119,7 +122,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //
 //  1. Services and PDB; 2. PVCs follow spec.storage.size;
 //  3. wait for the certificates of a new cluster (and for the checked
-//     snapshot of a restored one), 4. bootstrap it; 5. learn etcd's view;
+//     snapshot of a restored one), 4. bootstrap it; 5. learn etcd's view (and recover a lost quorum:
+//     recovery.go);
 //  6. wait for the certificates of this generation; 7. finish removals;
 //  8. replace lost and corrupt members; 9. plan the version change (enable or cancel
 //     an etcd downgrade); 10. scale down; 11. scale up: create the
@@ -139,8 +143,8 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 			r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-		r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
-		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.healthCheckLater}
+		r.bootstrap, r.observeEtcd, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
+		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.finishRecovery, r.healthCheckLater}
 }
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
@@ -471,7 +475,10 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		ctrl.LoggerFrom(ctx).Info("etcd does not answer", "error", err.Error())
 		r.reportQuorumLoss(ctx, s)
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Membership changes wait until etcd answers again: %v", err)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		if s.cluster.Spec.Suspend {
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		}
+		return r.recoverQuorum(ctx, s)
 	}
 	s.formed, s.clusterID, s.etcdList = true, id, list
 	if s.cluster.Status.ClusterID == "" {

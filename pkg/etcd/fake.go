@@ -111,6 +111,19 @@ func (f *Fake) SetLeader(name string) {
 	}
 }
 
+// ForceNewCluster does what etcd's --force-new-cluster does to the named
+// member: it restarts alone as a one-member cluster with its data, the
+// others no longer members.
+func (f *Fake) ForceNewCluster(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members = slices.DeleteFunc(f.members, func(m *fakeMember) bool { return m.Name != name })
+	for _, m := range f.members {
+		m.healthy, m.IsLearner = true, false
+		f.leader = m.ID
+	}
+}
+
 // RaiseAlarm makes etcd report an alarm of the named member.
 func (f *Fake) RaiseAlarm(name, typ string) {
 	f.mu.Lock()

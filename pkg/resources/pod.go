@@ -89,6 +89,10 @@ func EtcdArgs(m *etcdv1.EtcdMember, firstPod bool) []string {
 		"--initial-cluster-token=" + m.Spec.ClusterToken,
 	}
 	add := func(flag string, v string) { args = append(args, "--"+flag+"="+v) }
+	if m.Spec.ForceNewCluster {
+		// Only while the operator recovers a lost quorum from this member.
+		add("force-new-cluster", "true")
+	}
 	if t := m.Spec.TLS; t != nil {
 		// etcd reads the certificate and key files again on every new
 		// connection, so renewed Secrets reach it without a restart.
@@ -386,7 +390,8 @@ func PodSpecHash(m *etcdv1.EtcdMember) string {
 		Options     etcdv1.EtcdOptions          `json:"options"`
 		TLS         *etcdv1.MemberTLS           `json:"tls,omitempty"`
 		MemorySize  *resource.Quantity          `json:"memorySize,omitempty"`
-	}{m.Spec.Version, m.Spec.Image, m.Spec.Resources, m.Spec.PodTemplate, m.Spec.Options, m.Spec.TLS, nil}
+		Force       bool                        `json:"forceNewCluster,omitempty"`
+	}{m.Spec.Version, m.Spec.Image, m.Spec.Resources, m.Spec.PodTemplate, m.Spec.Options, m.Spec.TLS, nil, m.Spec.ForceNewCluster}
 	if !UsesPVC(m) {
 		in.MemorySize = storageSize(m.Spec.Storage)
 	}
