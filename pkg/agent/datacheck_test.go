@@ -17,7 +17,7 @@ func TestCheckData(t *testing.T) {
 		data       bool    // the data directory holds a member folder
 		firstPod   bool
 		wantReason string // "" : allowed
-		wantMarker bool    // a marker of this member exists afterwards
+		wantMarker bool   // a marker of this member exists afterwards
 	}{
 		{name: "first start of a new member", firstPod: true, wantMarker: true},
 		{name: "first start of a restored member", firstPod: true, data: true, wantMarker: true},

@@ -34,8 +34,8 @@ type Status struct {
 	RaftAppliedIndex uint64
 	// Revision is the member's store revision.
 	Revision int64
-	DBSize           int64
-	Errors           []string
+	DBSize   int64
+	Errors   []string
 	// StorageVersion is the version of the member's data format (etcd 3.6
 	// and later; empty before).
 	StorageVersion string
