@@ -44,8 +44,12 @@ verify-generated: generate manifests dist ## fails when generated files (both in
 		git status --short -- api config dist; git diff -- api config dist | head -40; \
 		echo "generated files differ: run 'make generate manifests dist' and commit"; exit 1; fi
 
-build:
+build: plugin
 	CGO_ENABLED=0 go build -o _output/bin/raftsman ./cmd/raftsman
+
+.PHONY: plugin
+plugin: ## the kubectl plugin: with _output/bin on PATH, kubectl raftsman status <cluster>
+	CGO_ENABLED=0 go build -o _output/bin/kubectl-raftsman ./cmd/kubectl-raftsman
 
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')
