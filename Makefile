@@ -27,9 +27,10 @@ $(CONTROLLER_GEN):
 generate: $(CONTROLLER_GEN) ## deepcopy functions
 	$(CONTROLLER_GEN) object paths=./api/...
 
-manifests: $(CONTROLLER_GEN) ## CRDs and RBAC
+manifests: $(CONTROLLER_GEN) ## CRDs, RBAC and the Grafana dashboards' ConfigMaps
 	$(CONTROLLER_GEN) crd rbac:roleName=raftsman-manager paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	bash hack/grafana/configmaps.sh
 
 $(KUBECTL):
 	bash hack/cluster/build.sh kubernetes
@@ -70,8 +71,14 @@ s3-server: ## build the S3 server (versitygw) the backup tests store snapshots i
 e2e: cluster-up images cert-manager-up dist s3-server ## end-to-end tests on the local cluster
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 50m -v ./test/e2e/...
 
-rules: ## the PrometheusRule checked with Prometheus's own parser and query engine (a module of its own)
+rules: ## the PrometheusRule and the Grafana dashboards' queries checked with Prometheus's own parser and query engine (a module of its own)
 	cd test/rules && go test -count=1 ./...
+
+.PHONY: grafana-metrics
+grafana-metrics: ## config/grafana/metrics.txt, the metrics the dashboards may name: a real etcd's scrape and the operator's registry
+	bash hack/cluster/build.sh etcd
+	go run ./hack/grafana/metrics -out config/grafana/metrics.txt \
+		-etcd _output/bin/etcd-v$$(bash -c 'source hack/cluster/versions.sh; echo $$ETCD_VERSION')/etcd
 
 test: verify-generated vet rules envtest-assets cluster-up images cert-manager-up s3-server ## everything: unit, envtest, rules, e2e
 	RAFTSMAN_VERSITYGW=$$(bash hack/s3/versitygw.sh build) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./...
