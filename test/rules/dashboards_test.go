@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -713,4 +714,91 @@ func TestBrokenDashboardQueriesAreCaught(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDashboardsEvaluate runs every panel query with Prometheus's engine on
+// series of every known metric, as two etcd members and two operator
+// replicas would export them, to catch what only evaluation finds (a
+// many-to-many match, two series with the same labels after an
+// aggregation).
+func TestDashboardsEvaluate(t *testing.T) {
+	known := loadKnownMetrics(t)
+	var in []series
+	for name, m := range known {
+		var own []string
+		for l := range m.labels {
+			own = append(own, l)
+		}
+		slices.Sort(own)
+		for _, variant := range []string{"a", "b"} {
+			ls := map[string]string{}
+			for _, l := range own {
+				switch l {
+				case "namespace":
+					ls[l] = "db"
+				case "name", "cluster":
+					ls[l] = "c"
+				case "le":
+					ls[l] = map[string]string{"a": "0.1", "b": "+Inf"}[variant]
+				default:
+					ls[l] = variant
+				}
+			}
+			if m.sources["etcd"] || m.sources["prometheus"] {
+				for _, member := range []string{"c-bbbbb", "c-ccccc"} {
+					in = append(in, series{promMetric(name, ls, map[string]string{
+						"job": "raftsman-system/raftsman-etcd", "namespace": "db", "pod": member,
+						"instance": member + ":2381", "etcd_cluster": "c", "member": member,
+					}), 1})
+				}
+			}
+			if m.sources["operator"] || m.sources["prometheus"] {
+				for i, pod := range []string{"raftsman-0", "raftsman-1"} {
+					in = append(in, series{promMetric(name, ls, map[string]string{
+						"pod": pod, "instance": fmt.Sprintf("10.0.0.%d:8443", 10+i),
+					}), 1})
+				}
+			}
+		}
+	}
+	values := map[string]string{"namespace": "db", "cluster": "c", "job": "raftsman-system/raftsman-operator", "pod": ".*"}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, d := range loadDashboards(t) {
+		t.Run(d.file, func(t *testing.T) {
+			for _, q := range d.queries {
+				if q.variable {
+					continue
+				}
+				expr := grafanaVar.ReplaceAllStringFunc(q.expr, func(m string) string {
+					sub := grafanaVar.FindStringSubmatch(m)
+					name := sub[1] + sub[2] + sub[3]
+					if v, ok := builtinVars[name]; ok {
+						return v
+					}
+					if v, ok := values[name]; ok {
+						return v
+					}
+					return m
+				})
+				t.Run(q.where, func(t *testing.T) { evalAt(t, expr, now, in) })
+			}
+		})
+	}
+}
+
+// promMetric writes a series in PromQL notation: its own labels, then its
+// target's where it has none of its own (honorLabels keeps the operator's
+// namespace; evalAt adds the operator's other target labels).
+func promMetric(name string, own, target map[string]string) string {
+	all := maps.Clone(own)
+	for k, v := range target {
+		if _, ok := all[k]; !ok || k != "namespace" {
+			all[k] = v
+		}
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		parts = append(parts, fmt.Sprintf("%s=%q", k, all[k]))
+	}
+	return name + "{" + strings.Join(parts, ",") + "}"
 }
