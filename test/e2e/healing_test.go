@@ -1,0 +1,242 @@
+//go:build e2e
+
+package e2e
+
+// Self-healing on the local cluster, with a client writing: a Pod that
+// fails, a member whose volume is recreated empty behind the operator's
+// back, and two of three members lost for good (quorum loss), recovered by
+// annotation and automatically.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+// healBound is how long a healing may take on the local cluster.
+const healBound = 3 * time.Minute
+
+func TestSelfHealing(t *testing.T) {
+	failed := features.New("failed pod").
+		Assess("a member whose Pod fails gets a new Pod on its volume, same identity", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			key, cli := runningCluster(ctx, t, k, "failed", 3)
+			w := startWriter(ctx, cli, "failed/")
+			victim := pickMember(ctx, t, k, key, false)
+			before := memberIDs(ctx, t, cli)
+			old := &corev1.Pod{}
+			if err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: victim}, old); err != nil {
+				t.Fatal(err)
+			}
+			// The kubelet ends a Pod past its active deadline with phase
+			// Failed (reason DeadlineExceeded), as it does an evicted Pod or
+			// one stopped by a node's graceful shutdown; it never restarts it.
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"activeDeadlineSeconds":1}}`))
+			if err := k.c.Patch(ctx, old, patch); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			waitFor(ctx, t, healBound, "a new ready Pod of "+victim, func() (bool, error) {
+				p := &corev1.Pod{}
+				if err := k.c.Get(ctx, client.ObjectKeyFromObject(old), p); err != nil {
+					return false, ignoreNotFound(err)
+				}
+				return p.UID != old.UID && podReady(p), nil
+			})
+			waitConverged(ctx, t, k, key, 3, healBound)
+			t.Logf("%s back on a new Pod in %.1fs", victim, time.Since(start).Seconds())
+			after := memberIDs(ctx, t, cli)
+			if before[victim] != after[victim] {
+				t.Errorf("member %s changed its ID from %x to %x, want the same member", victim, before[victim], after[victim])
+			}
+			waitEventFor(ctx, t, k, key.Namespace, "PodFailed", victim)
+			acked, _ := w.stop()
+			checkKeys(ctx, t, cli, "failed/", acked)
+			return ctx
+		}).Feature()
+
+	emptied := features.New("volume recreated empty").
+		Assess("a member whose recorded volume is gone never starts again on an empty one: it is replaced", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			key, cli := runningCluster(ctx, t, k, "emptied", 3)
+			w := startWriter(ctx, cli, "emptied/")
+			victim := pickMember(ctx, t, k, key, false)
+			oldID := memberIDs(ctx, t, cli)[victim]
+			// The record of the volume is lost first (a status write that
+			// never landed), then the volume and the Pod.
+			m := &etcdv1.EtcdMember{}
+			if err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: victim}, m); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.c.Status().Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"status":{"pvcName":null}}`))); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: objectMeta(key.Namespace, "data-"+victim)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.c.Delete(ctx, &corev1.Pod{ObjectMeta: objectMeta(key.Namespace, victim)}, client.GracePeriodSeconds(0)); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			waitFor(ctx, t, healBound, victim+" replaced", func() (bool, error) {
+				err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: victim}, &etcdv1.EtcdMember{})
+				return apierrors.IsNotFound(err), ignoreNotFound(err)
+			})
+			waitConverged(ctx, t, k, key, 3, healBound)
+			t.Logf("%s replaced in %.1fs", victim, time.Since(start).Seconds())
+			for name, id := range memberIDs(ctx, t, cli) {
+				if id == oldID {
+					t.Errorf("etcd still lists the old member %x (as %s)", oldID, name)
+				}
+			}
+			acked, _ := w.stop()
+			checkKeys(ctx, t, cli, "emptied/", acked)
+			return ctx
+		}).Feature()
+
+	manual := quorumLossFeature("manual", func(c *etcdv1.EtcdCluster) {}, true)
+	automatic := quorumLossFeature("automatic", func(c *etcdv1.EtcdCluster) {
+		c.Spec.Recovery = etcdv1.RecoverySpec{QuorumLoss: etcdv1.QuorumLossAutomatic, QuorumLossAfter: "30s"}
+	}, false)
+	testenv.Test(t, failed, emptied, manual, automatic)
+}
+
+// quorumLossFeature loses two of three members for good (their Pods and
+// volumes deleted) after a client wrote and every member caught up, and
+// recovers from the third: by the annotation when annotate is set, else by
+// the cluster's own spec.recovery.
+func quorumLossFeature(name string, mutate func(*etcdv1.EtcdCluster), annotate bool) features.Feature {
+	return features.New("quorum loss "+name).
+		Assess("2 of 3 members lost: recovered from the third with every acknowledged write", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			c := newCluster(namespaceOf(ctx), "ql-"+name, 3)
+			mutate(c)
+			if err := k.c.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			key := client.ObjectKeyFromObject(c)
+			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
+			cli := etcdClient(ctx, t, k, key)
+			w := startWriter(ctx, cli, "ql/")
+			time.Sleep(3 * time.Second)
+			acked, _ := w.stop()
+			// Well before the loss: every member has applied every write.
+			time.Sleep(2 * time.Second)
+			survivor := pickMember(ctx, t, k, key, false)
+			for _, m := range membersOf(ctx, t, k, key) {
+				if m.Name == survivor {
+					continue
+				}
+				if err := k.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: objectMeta(key.Namespace, "data-"+m.Name)}); err != nil {
+					t.Fatal(err)
+				}
+				if err := k.c.Delete(ctx, &corev1.Pod{ObjectMeta: objectMeta(key.Namespace, m.Name)}, client.GracePeriodSeconds(0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lostAt := time.Now()
+			t.Logf("deleted the Pods and volumes of every member but %s", survivor)
+			waitFor(ctx, t, 2*time.Minute, "Available False, QuorumLost", func() (bool, error) {
+				c := &etcdv1.EtcdCluster{}
+				if err := k.c.Get(ctx, key, c); err != nil {
+					return false, err
+				}
+				a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+				return a != nil && a.Reason == etcdv1.ReasonQuorumLost && strings.Contains(a.Message, survivor+" (raft index"), fmt.Errorf("available %+v", a)
+			})
+			if annotate {
+				patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, etcdv1.RecoverQuorumAnnotation, survivor)))
+				if err := k.c.Patch(ctx, &etcdv1.EtcdCluster{ObjectMeta: objectMeta(key.Namespace, key.Name)}, patch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFor(ctx, t, 5*time.Minute, "the recovery done", func() (bool, error) {
+				c := &etcdv1.EtcdCluster{}
+				if err := k.c.Get(ctx, key, c); err != nil {
+					return false, err
+				}
+				if c.Status.Recovery == nil || c.Status.Recovery.Phase != etcdv1.RecoveryDone {
+					return false, fmt.Errorf("recovery %+v", c.Status.Recovery)
+				}
+				return k.converged(ctx, key, 3, c)
+			})
+			t.Logf("recovered and back at 3 members %.1fs after the loss", time.Since(lostAt).Seconds())
+			got := &etcdv1.EtcdCluster{}
+			if err := k.c.Get(ctx, key, got); err != nil {
+				t.Fatal(err)
+			}
+			rs := got.Status.Recovery
+			if rs.Member != survivor || rs.Automatic == annotate {
+				t.Errorf("status.recovery %+v, want member %s, automatic %v", rs, survivor, !annotate)
+			}
+			if _, ok := got.Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
+				t.Errorf("the %s annotation is still there", etcdv1.RecoverQuorumAnnotation)
+			}
+			if got.Spec.Replicas == nil || *got.Spec.Replicas != 3 {
+				t.Errorf("spec.replicas changed: %v", got.Spec.Replicas)
+			}
+			cli2 := etcdClient(ctx, t, k, key)
+			checkKeys(ctx, t, cli2, "ql/", acked)
+			if _, err := cli2.Put(ctx, "ql/after", "x"); err != nil {
+				t.Errorf("write after the recovery: %v", err)
+			}
+			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
+			return ctx
+		}).Feature()
+}
+
+// pickMember is a member of the cluster: the leader or a follower.
+func pickMember(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, leader bool) string {
+	t.Helper()
+	c := &etcdv1.EtcdCluster{}
+	if err := k.c.Get(ctx, key, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Status.Members {
+		if m.Leader == leader {
+			return m.Name
+		}
+	}
+	t.Fatalf("no member with leader=%v in %+v", leader, c.Status.Members)
+	return ""
+}
+
+func membersOf(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey) []etcdv1.EtcdMember {
+	t.Helper()
+	list := &etcdv1.EtcdMemberList{}
+	if err := k.c.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: key.Name}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// waitEventFor waits for an event with reason whose message names object
+// (any when empty).
+func waitEventFor(ctx context.Context, t *testing.T, k *kube, ns, reason, object string) {
+	t.Helper()
+	waitFor(ctx, t, time.Minute, "event "+reason, func() (bool, error) {
+		evs, err := k.cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason && (object == "" || strings.Contains(e.Note, object) || e.Regarding.Name == object) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
