@@ -96,11 +96,16 @@ func init() {
 
 // roll changes the spec and waits until every member runs it: the cluster
 // converged for the new generation, each member's Pod built from its
-// member's current spec and started after the change, and check passing.
-// Available must stay True throughout.
+// member's current spec (and, for each member whose spec the change
+// touched, started after it), and check passing. Available must stay True
+// throughout.
 func (e *faultEnv) roll(what string, change func(*etcdv1.EtcdClusterSpec), check func(*etcdv1.EtcdCluster, []corev1.Pod) error) {
 	e.t.Helper()
 	before := e.memberPods()
+	hashes := map[string]string{}
+	for _, m := range e.members() {
+		hashes[m.Name] = resources.PodSpecHash(&m)
+	}
 	e.patchSpec(change)
 	e.faults++
 	start := time.Now()
@@ -124,7 +129,7 @@ func (e *faultEnv) roll(what string, change func(*etcdv1.EtcdClusterSpec), check
 			if p.Annotations[etcdv1.PodSpecHashAnnotation] != resources.PodSpecHash(&m) {
 				return false, fmt.Errorf("pod %s built from another spec than its member's", p.Name)
 			}
-			if old, ok := before[m.Name]; ok && old.UID == p.UID {
+			if old, ok := before[m.Name]; ok && old.UID == p.UID && hashes[m.Name] != resources.PodSpecHash(&m) {
 				return false, fmt.Errorf("pod %s not restarted yet", p.Name)
 			}
 		}
