@@ -186,6 +186,14 @@ type EtcdBackupSpec struct {
 	// +kubebuilder:validation:MaxLength=35
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="spec.clusterName must name an EtcdCluster: a lowercase letter, then lowercase letters, digits and '-', at most 35 characters"
 	ClusterName string `json:"clusterName"`
+	// Member, when set, is the member to take the snapshot from, even while
+	// the cluster is not Available: a member answers for a snapshot of its
+	// own data without a quorum (for instance before recovering a lost
+	// quorum from it). Unset: a healthy follower of an Available cluster.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="spec.member must name an EtcdMember of the cluster: a lowercase letter, then lowercase letters, digits and '-'"
+	// +optional
+	Member string `json:"member,omitempty"`
 	// Destination of the snapshot.
 	Destination BackupDestination `json:"destination"`
 }

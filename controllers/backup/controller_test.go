@@ -36,6 +36,7 @@ func TestEnvBackupController(t *testing.T) {
 		"SuspendWaitsForMembershipChange": testSuspendWaitsForMembershipChange,
 		"SuspendTakesFinalBackup":         testSuspendTakesFinalBackup,
 		"BackupRunsAgentPod":              testBackupRunsAgentPod,
+		"NamedMemberWithoutQuorum":        testNamedMemberWithoutQuorum,
 		"FailedAgentPodFailsBackup":       testFailedAgentPod,
 		"MissingClusterFailsBackup":       testMissingCluster,
 		"DeleteRemovesSnapshot":           testDeleteRemovesSnapshot,
@@ -158,6 +159,40 @@ func testBackupRunsAgentPod(t *testing.T, c client.Client) {
 		t.Errorf("status.completionTime is not set")
 	}
 	waitGone(t, c, pod)
+}
+
+// testNamedMemberWithoutQuorum: a backup of one named member runs while
+// the cluster has no quorum (the member serves a snapshot of its own data
+// without one); an unnamed one waits for Available.
+func testNamedMemberWithoutQuorum(t *testing.T, c client.Client) {
+	ns := newNamespace(t, c)
+	cl, _ := availableCluster(t, c, ns)
+	updateClusterStatus(t, c, cl, func(got *etcdv1.EtcdCluster) {
+		setCondition(&got.Status.Conditions, got.Generation, etcdv1.ConditionAvailable, false, etcdv1.ReasonQuorumLost)
+	})
+	plain := newBackup(t, c, ns, "plain", clusterName)
+	named := &etcdv1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "from-m1", Namespace: ns, Labels: map[string]string{etcdv1.ClusterLabel: clusterName}},
+		Spec:       etcdv1.EtcdBackupSpec{ClusterName: clusterName, Member: "m1", Destination: s3Destination()},
+	}
+	if err := c.Create(t.Context(), named); err != nil {
+		t.Fatalf("create EtcdBackup: %v", err)
+	}
+	pod := waitPod(t, c, ns, named.Name+"-snapshot")
+	m1 := &etcdv1.EtcdMember{}
+	if err := c.Get(t.Context(), key(ns, "m1"), m1); err != nil {
+		t.Fatal(err)
+	}
+	if args := agentContainer(t, pod).Args; !slices.Contains(args, "--endpoint="+m1.Spec.ClientURL) {
+		t.Errorf("agent args %q do not name member m1's client URL %s", args, m1.Spec.ClientURL)
+	}
+	if got := getBackup(t, c, named); got.Status.Member != "m1" {
+		t.Errorf("status.member = %q, want m1", got.Status.Member)
+	}
+	waitBackupCondition(t, c, plain, etcdv1.ConditionComplete, metav1.ConditionFalse, etcdv1.ReasonPending, "Available")
+	if err := c.Get(t.Context(), key(ns, plain.Name+"-snapshot"), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the backup of no named member started a Pod without quorum: %v", err)
+	}
 }
 
 // testFailedAgentPod: an agent Pod that failed fails the backup, for the

@@ -96,18 +96,27 @@ func (r *BackupReconciler) startSnapshot(ctx context.Context, s *runScope) (ctrl
 	if s.pod != nil || s.clusterMissing {
 		return ctrl.Result{}, nil
 	}
-	if !kube.IsTrue(c.Status.Conditions, etcdv1.ConditionAvailable, c.Generation) {
-		// The cluster's changes wake this controller (pendingBackups).
-		s.pending = fmt.Sprintf("Waiting for cluster %s to be Available", c.Name)
-		return ctrl.Result{}, nil
-	}
-	member, ok := pickMember(c)
-	if !ok {
-		s.pending = fmt.Sprintf("No healthy voting member of %s to take the snapshot from", c.Name)
-		return ctrl.Result{}, nil
+	member := b.Spec.Member
+	if member == "" {
+		if !kube.IsTrue(c.Status.Conditions, etcdv1.ConditionAvailable, c.Generation) {
+			// The cluster's changes wake this controller (pendingBackups).
+			s.pending = fmt.Sprintf("Waiting for cluster %s to be Available", c.Name)
+			return ctrl.Result{}, nil
+		}
+		var ok bool
+		if member, ok = pickMember(c); !ok {
+			s.pending = fmt.Sprintf("No healthy voting member of %s to take the snapshot from", c.Name)
+			return ctrl.Result{}, nil
+		}
 	}
 	m := &etcdv1.EtcdMember{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: member}, m); err != nil {
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: member}, m); {
+	case apierrors.IsNotFound(err) || (err == nil && m.Spec.ClusterName != c.Name):
+		// A member named by the spec: the snapshot fails for good (the
+		// agent's Pod is never made, so the Failed condition says why).
+		s.pending = fmt.Sprintf("Member %s is not a member of cluster %s", member, c.Name)
+		return ctrl.Result{}, nil
+	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get member %s: %w", member, err)
 	}
 	args := []string{"snapshot", "--endpoint=" + m.Spec.ClientURL, "--key=" + resources.BackupKey(b)}
