@@ -60,11 +60,15 @@ func testRestrictedNamespace(t *testing.T, c client.Client) {
 func testWaitsForRegistration(t *testing.T, c client.Client) {
 	m := newMember(t, c, newNamespace(t, c), "demo-a", nil)
 	got := waitReady(t, c, m, etcdv1.ReasonWaitingForRegistration)
-	// The volume counts as the member's data only once a Pod may have
-	// written to it; before that a lost PVC is simply made again.
-	if got.Status.PVCName != "" {
-		t.Errorf("status.pvcName = %q, want none before the first Pod", got.Status.PVCName)
-	}
+	// The volume's name is recorded before any Pod exists (a Pod is made
+	// only once it is stored); it counts as the member's data once a Pod
+	// may have written to it, so a PVC lost before that is made again.
+	eventually(t, "status.pvcName recorded before the Pod", func() error {
+		if got := getMember(t, c, m).Status.PVCName; got != resources.PVCName(m.Name) {
+			return fmt.Errorf("status.pvcName = %q", got)
+		}
+		return nil
+	})
 	if got.Status.PodName != "" {
 		t.Errorf("status.podName = %q, want none before registration", got.Status.PodName)
 	}

@@ -128,11 +128,11 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: resources.PVCName(m.Name)}, pvc); {
 	case err == nil:
 		s.pvc = pvc
-		s.dataLost = !pvc.DeletionTimestamp.IsZero() && m.Status.PVCName != ""
+		s.dataLost = !pvc.DeletionTimestamp.IsZero() && ranOn(m)
 	case apierrors.IsNotFound(err):
 		// The cache may lag behind a PVC just created: only the API server
 		// itself may say that the volume of a member that ran is gone.
-		s.dataLost = m.Status.PVCName != "" && r.goneForSure(ctx, pvc, m.Namespace, resources.PVCName(m.Name))
+		s.dataLost = ranOn(m) && r.goneForSure(ctx, pvc, m.Namespace, resources.PVCName(m.Name))
 	default:
 		return ctrl.Result{}, fmt.Errorf("get pvc of %s: %w", m.Name, err)
 	}
@@ -195,6 +195,12 @@ func (r *Reconciler) restartForSpec(ctx context.Context, s *scope) (ctrl.Result,
 	// The Pod's deletion wakes this controller to start it again.
 	s.restarting = true
 	return ctrl.Result{}, nil
+}
+
+// ranOn says whether the member's recorded volume may hold its data: a
+// Pod of the member has existed. A PVC lost before is simply made again.
+func ranOn(m *etcdv1.EtcdMember) bool {
+	return m.Status.PVCName != "" && m.Status.PodName != ""
 }
 
 // replaceFailedPod deletes a Pod that has ended for good (phase Failed: an
