@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -147,8 +148,9 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 	rs := c.Status.Recovery
 	m := s.memberNamed(rs.Member)
 	if m == nil {
-		rs.Phase, rs.Message = etcdv1.RecoveryDone, fmt.Sprintf("Member %s is gone; the recovery stopped", rs.Member)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
+		rs.Message = fmt.Sprintf("Member %s is gone; the recovery stopped", rs.Member)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
 	}
 	switch rs.Phase {
 	case etcdv1.RecoveryForcing:
@@ -176,7 +178,7 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 			rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
 			rs.Message = "etcd regained its quorum by itself before anything was forced; nothing was changed"
 			r.Recorder.Eventf(c, m, corev1.EventTypeNormal, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
 		}
 		if !m.Spec.ForceNewCluster {
 			// 2. force it, once: the flag is the stored intent.
@@ -235,18 +237,34 @@ func (r *Reconciler) finishRecovery(ctx context.Context, s *scope) (ctrl.Result,
 		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("Recovered from member %s; growing back to %d members (%d healthy voters)", rs.Member, s.desired, healthy)
 		return ctrl.Result{}, nil
 	}
-	if _, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
-		patch := client.MergeFrom(c.DeepCopy())
-		delete(c.Annotations, etcdv1.RecoverQuorumAnnotation)
-		if err := r.Patch(ctx, c, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("remove the %s annotation: %w", etcdv1.RecoverQuorumAnnotation, err)
-		}
-		s.base.Annotations, s.base.ResourceVersion = c.Annotations, c.ResourceVersion
+	if err := r.dropRecoverAnnotation(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
 	rs.Message = fmt.Sprintf("Recovered from member %s at revision %d; the volumes of the members left behind are kept, labelled %s=%s", rs.Member, rs.Revision, etcdv1.RetainedFromLabel, c.Name)
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "QuorumRecovered", "Recover", "%s", rs.Message)
 	return ctrl.Result{}, nil
+}
+
+// dropRecoverAnnotation removes the annotation that asked for a recovery
+// once the recovery ended, however it ended: left in place, it would start
+// a forced recovery at the next loss with nobody deciding. A copy is
+// patched: the answer carries the stored status, which must not overwrite
+// what this pass decided.
+func (r *Reconciler) dropRecoverAnnotation(ctx context.Context, s *scope) error {
+	c := s.cluster
+	if _, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]; !ok {
+		return nil
+	}
+	cp := c.DeepCopy()
+	patch := client.MergeFrom(cp.DeepCopy())
+	delete(cp.Annotations, etcdv1.RecoverQuorumAnnotation)
+	if err := r.Patch(ctx, cp, patch); err != nil {
+		return fmt.Errorf("remove the %s annotation: %w", etcdv1.RecoverQuorumAnnotation, err)
+	}
+	c.Annotations, c.ResourceVersion = cp.Annotations, cp.ResourceVersion
+	s.base.Annotations, s.base.ResourceVersion = maps.Clone(cp.Annotations), cp.ResourceVersion
+	return nil
 }
 
 // keepVolumeOfLost makes a lost member release its PVC before it is
