@@ -60,6 +60,16 @@ func TestCommands(t *testing.T) {
 			funcs:   conditionAfterPatch(etcdv1.ConditionSuspended, etcdv1.ReasonSuspended),
 			wantOut: "etcdcluster sample Suspended"},
 
+		{name: "recover-quorum needs --from", args: []string{"recover-quorum", "sample"}, wantErr: "recover-quorum needs --from MEMBER"},
+		{name: "recover-quorum from a stranger", args: []string{"recover-quorum", "sample", "--from", "nope"}, wantErr: "nope is not a member of etcdcluster prod/sample"},
+		{name: "recover-quorum", args: []string{"recover-quorum", "sample", "--from", "sample-aaaaa"},
+			wantOut: "annotated etcd.raftsman.io/recover-quorum=sample-aaaaa",
+			check: func(t *testing.T, te *testEnvironment) {
+				if got := te.get(t).Annotations[etcdv1.RecoverQuorumAnnotation]; got != "sample-aaaaa" {
+					t.Errorf("annotation %q, want sample-aaaaa", got)
+				}
+			}},
+
 		{name: "backup goes where the schedule's go", args: []string{"backup", "sample"}, cluster: scheduled,
 			wantOut: "etcdbackup prod/sample-20260102-030405 created",
 			check: func(t *testing.T, te *testEnvironment) {

@@ -158,3 +158,49 @@ func settled(c *etcdv1.EtcdCluster) error {
 	}
 	return nil
 }
+
+// recoverQuorumCommand asks the operator to recover a cluster that lost its
+// quorum from one member: it sets the etcd.raftsman.io/recover-quorum
+// annotation, which the operator acts on (and removes when done).
+func recoverQuorumCommand(run runner) *cobra.Command {
+	var from string
+	cmd := &cobra.Command{
+		Use:   "recover-quorum CLUSTER --from MEMBER",
+		Short: "Recover a cluster that lost its quorum from one member's data",
+		Long: `Annotate the cluster with etcd.raftsman.io/recover-quorum=MEMBER: the operator restarts
+that member alone from its own data (etcd's --force-new-cluster), keeps the volumes of the
+members left behind, grows the cluster back with learners and removes the annotation. It acts
+only while etcd has no quorum. Pick the reachable member with the highest raft index: status
+shows them. Writes only the lost members had are gone.`,
+		Args: exactArgs("CLUSTER"),
+	}
+	cmd.RunE = run(func(ctx context.Context, e *env, args []string) error {
+		return runRecoverQuorum(ctx, e, args[0], from)
+	})
+	cmd.Flags().StringVar(&from, "from", "", "The member to recover from (required)")
+	return cmd
+}
+
+func runRecoverQuorum(ctx context.Context, e *env, name, from string) error {
+	if from == "" {
+		return fmt.Errorf("recover-quorum needs --from MEMBER: the member to restart the cluster from")
+	}
+	c, err := e.getCluster(ctx, name)
+	if err != nil {
+		return err
+	}
+	m := &etcdv1.EtcdMember{}
+	if err := e.c.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: from}, m); err != nil || m.Spec.ClusterName != c.Name {
+		return fmt.Errorf("%s is not a member of etcdcluster %s/%s", from, c.Namespace, c.Name)
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[etcdv1.RecoverQuorumAnnotation] = from
+	if err := e.c.Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("annotate etcdcluster %s: %w", c.Name, err)
+	}
+	fmt.Fprintf(e.streams.Out, "etcdcluster %s/%s annotated %s=%s; watch status.recovery\n", c.Namespace, c.Name, etcdv1.RecoverQuorumAnnotation, from)
+	return nil
+}

@@ -114,6 +114,7 @@ func newRoot(s Streams, connect func() (*env, error)) *cobra.Command {
 		suspendCommand(run, true),
 		suspendCommand(run, false),
 		moveLeaderCommand(run),
+		recoverQuorumCommand(run),
 	)
 	return root
 }
