@@ -46,6 +46,7 @@ var (
 	oldVer   = flag.String("etcd-old-version", "3.5.35", "etcd version a cluster is upgraded from to -etcd-version")
 	runs     = flag.Int("runs", 3, "repetitions of each measurement; the median is reported")
 	idleWait = flag.Duration("idle", time.Minute, "how long an idle cluster is watched for API writes")
+	qRuns    = flag.Int("quorum-runs", 1, "runs (the first ones) that also measure the healing of a quorum loss, the longest failure")
 )
 
 type bench struct {
@@ -66,12 +67,14 @@ func main() {
 	cs, err := kubernetes.NewForConfig(cfg)
 	must(err)
 	b := &bench{c: c, cs: cs, ctx: ctx}
+	began := time.Now()
 	must(b.installOperator())
 
 	var podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
 	var createWrites, idleWrites float64
 	var firstBack, firstDone, rollAll, upgradeTook, maxGap []float64
 	var writes, failures int
+	var failedPod, failedSeen, failedAfter, replaced, emptied, quorum, quorumSeen []float64
 	errs := map[string]int{}
 	for i := range *runs {
 		ns := b.namespace()
@@ -130,6 +133,17 @@ func main() {
 		must(err)
 		firstBack, firstDone, rollAll = append(firstBack, roll.firstBack), append(firstDone, roll.firstDone), append(rollAll, roll.all)
 
+		// Healing on the same cluster, settled again after the rollout.
+		time.Sleep(settle)
+		h, err := b.heal(ns, "roll", i < *qRuns)
+		must(err)
+		failedPod, failedSeen = append(failedPod, h.failed.took), append(failedSeen, h.failed.visible)
+		failedAfter = append(failedAfter, h.failed.took-h.failed.visible)
+		replaced, emptied = append(replaced, h.replaced.took), append(emptied, h.emptied.took)
+		if h.quorumRan {
+			quorum, quorumSeen = append(quorum, h.quorum.took), append(quorumSeen, h.quorum.visible)
+		}
+
 		must(b.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 		fmt.Printf("run %d: pod %.1fs restart %.1fs learner-ref %.1fs | cluster %.1fs step %.1fs member-back %.1fs\n",
 			i+1, r, rr, l, clusterReady[i], scaleStep[i], memberBack[i])
@@ -137,6 +151,17 @@ func main() {
 			i+1, roll.member, roll.firstBack, roll.firstDone, roll.all, up.took, up.maxGap, up.writes, up.failures)
 		for _, l := range up.log {
 			fmt.Printf("  upgrade %s\n", l)
+		}
+		fmt.Printf("run %d: healed: failed Pod of %s %.1fs (Failed after %.1fs) | Pod and PVC of %s %.1fs | volume of %s %.1fs",
+			i+1, h.failed.victim, h.failed.took, h.failed.visible, h.replaced.victim, h.replaced.took, h.emptied.victim, h.emptied.took)
+		if h.quorumRan {
+			fmt.Printf(" | quorum loss, recovered from %s, %.1fs (QuorumLost after %.1fs)", h.quorum.victim, h.quorum.took, h.quorum.visible)
+		}
+		fmt.Println()
+		for _, hr := range []healResult{h.failed, h.replaced, h.emptied, h.quorum} {
+			for _, l := range hr.log {
+				fmt.Printf("  heal %s\n", l)
+			}
 		}
 	}
 	res := results{
@@ -146,9 +171,12 @@ func main() {
 		firstBack: median(firstBack), firstDone: median(firstDone), rollAll: median(rollAll),
 		upgrade: median(upgradeTook), maxGap: median(maxGap), worstGap: slices.Max(maxGap),
 		writes: writes, failures: failures, errs: errs,
+		failedPod: median(failedPod), failedSeen: median(failedSeen), failedAfter: median(failedAfter), replaced: median(replaced), emptied: median(emptied),
+		quorum: median(quorum), quorumSeen: median(quorumSeen), quorumRuns: len(quorum),
 	}
 	text := res.markdown()
 	fmt.Print(text)
+	fmt.Printf("bench took %s\n", time.Since(began).Round(time.Second))
 	must(os.WriteFile(*out, []byte(text+keptScaleSection(*out)), 0o644))
 }
 
@@ -160,6 +188,9 @@ func must(err error) {
 }
 
 func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
@@ -174,6 +205,10 @@ type results struct {
 	writes, failures                    int
 	errs                                map[string]int
 	runs                                int
+	failedPod, failedSeen, failedAfter  float64
+	replaced, emptied                   float64
+	quorum, quorumSeen                  float64
+	quorumRuns                          int
 }
 
 func (r results) markdown() string {
@@ -186,12 +221,39 @@ func (r results) markdown() string {
 	fmt.Fprintf(&b, "| one member's rolling restart (Pod template annotation changed on a settled 3-member cluster) | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.3 |\n", r.firstBack, r.podRestart, r.firstBack/r.podRestart)
 	fmt.Fprintf(&b, "| 3-member upgrade %s -> %s until converged | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 3.5 |\n", *oldVer, *version, r.upgrade, r.podRestart, r.upgrade/r.podRestart)
 	fmt.Fprintf(&b, "| longest gap between two successful client writes through the client Service during that upgrade (worst run: %.2f s) | %.2f s | | | <= 2 s |\n", r.worstGap, r.maxGap)
+	heal := func(what string, took float64) {
+		fmt.Fprintf(&b, "| %s | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 60 s |\n", what, took, r.podRestart, took/r.podRestart)
+	}
+	heal("a member's Pod made Failed (spec.activeDeadlineSeconds 1) to 3 healthy voters again", r.failedPod)
+	heal("a member's Pod and PVC deleted to 3 healthy voters again (member replaced)", r.replaced)
+	heal("a member's volume lost with its record (status.pvcName cleared, PVC and Pod deleted) to 3 healthy voters again (DataLost, member replaced)", r.emptied)
+	if r.quorumRuns > 0 {
+		heal(fmt.Sprintf("2 of 3 members lost (Pods and PVCs deleted) to 3 healthy voters again, recovered by the recover-quorum annotation (%s)", runsText(r.quorumRuns)), r.quorum)
+	}
 	fmt.Fprintf(&b, "| operator API writes to create 3 members (events included, lease renewals not) | %.0f | | | <= 30 |\n", r.createWrites)
 	fmt.Fprintf(&b, "| operator API writes per minute, idle healthy cluster | %.1f | | | 0 |\n", r.idleWrites)
 	fmt.Fprintf(&b, "\nThe learner step is measured on a cluster that has been healthy for 6 s, like its reference: right after a cluster forms or a member joins, etcd refuses the next membership change until every voter has been connected for 5 s, which the operator waits out by retrying (so a 3 -> 5 scale right after creation costs that wait once more). A hand-driven two-learner reference was tried and dropped: on this machine it varied from 7.5 s to 15 s per learner between runs. API writes are counted by the operator itself (raftsman_api_writes_total), Lease renewals (shard and presence Leases) and the metrics endpoint's own token and access reviews of the benchmark's scrapes left out.\n")
 	fmt.Fprintf(&b, "\nRolling changes run on a 3-member cluster of their own, created with spec.version %[1]s once the cluster of the rows above and the reference Pods are deleted, and settled for 6 s like the learner step. The upgrade is timed from the patch of spec.version to %[2]s until Progressing is False for the cluster's new generation, Available True, status.version %[2]s and no rollout left in the status. Meanwhile the benchmark puts a key every 20 ms through the cluster's client Service (etcd's Go client, TLS with the client certificate of status.tls, one endpoint: the Service, 1 s timeout per write, started before the patch); the gap is the longest time between two successful writes from the last one before the patch to the first one after convergence (the row gives the median of the %[3]d runs' longest gaps and the worst of them, %.2[4]f s; %[5]d writes succeeded and %[6]d failed over all runs%[9]s). The one-member restart is then measured on that cluster, settled again for 6 s: a Pod template annotation (spec.podTemplate.metadata.annotations) is changed, which every member rolls, and the time runs from the patch until the first member the operator restarted (a follower) has a new Pod, its EtcdMember Ready for its new generation, and is healthy in the cluster's status.members. Until the operator counts that member done (healthy and caught up: its etcd.raftsman.io/update-started annotation removed) it took %.1[7]f s, and the whole 3-member rollout %.1[8]f s.\n",
 		*oldVer, *version, r.runs, r.worstGap, r.writes, r.failures, r.firstDone, r.rollAll, errorSummary(r.errs))
+	fmt.Fprintf(&b, "\nHealing is measured on the rolling changes' cluster (3 members, on %[1]s since its upgrade) after its rolling restart, each failure injected once the cluster has converged on the last one and settled for 6 s; the member hit is a follower. Each time runs from the failure injected until the cluster has converged again with 3 healthy voters: Available True and Progressing False for the cluster's generation, readyReplicas 3, every status.members entry a healthy Voter, no rollout. A Failed Pod (the kubelet fails a Pod past its active deadline with reason DeadlineExceeded, as it does an evicted one, and never restarts it) counts from the patch of spec.activeDeadlineSeconds, and is healed once a new Pod of the member is Ready on the same PVC and its EtcdMember Ready again; the bench saw the old Pod Failed or gone %.1[2]f s after the patch (median), and the member was back %.1[3]f s after that (medians of each run's own figures). A lost member counts from the deletion of its PVC, then its Pod (grace period 0), and is healed once its EtcdMember is gone and no longer in status.members (the operator removed it from etcd and promoted a new learner); for the lost volume, the EtcdMember's status.pvcName was cleared just before (a status write that never landed), so the operator makes a new empty PVC and a Pod on it, whose check-data init container refuses the empty volume (DataLost), and then replaces the member.%[4]s The target counts from the failure being visible to the operator; the figures count from the injection, so they include the kubelet failing the Pod and the quorum loss being detected. The reference is the plain etcd Pod deleted and recreated on its PVC of the rows above (the reference Pod, in the same runs).\n",
+		*version, r.failedSeen, r.failedAfter, r.quorumText())
 	return b.String()
+}
+
+// quorumText says how the quorum loss was measured, if it was.
+func (r results) quorumText() string {
+	if r.quorumRuns == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" The quorum loss (%s) deletes the PVCs and Pods of the leader and of the other follower (grace period 0), annotates the cluster with etcd.raftsman.io/recover-quorum=<the follower left> as soon as Available turns False with reason QuorumLost naming that member reachable (%.1f s after the deletion), and is healed once status.recovery.phase is Done for a recovery started after the deletion and the cluster has converged on 3 members: %.1f s of it came after the annotation.",
+		runsText(r.quorumRuns), r.quorumSeen, r.quorum-r.quorumSeen)
+}
+
+func runsText(n int) string {
+	if n == 1 {
+		return "runs=1, a single run"
+	}
+	return fmt.Sprintf("median of %d runs", n)
 }
 
 func (b *bench) namespace() string {
