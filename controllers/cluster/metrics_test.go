@@ -17,7 +17,7 @@ import (
 func TestClusterCollector(t *testing.T) {
 	t.Parallel()
 	ec := &etcdv1.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"},
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "collector-ns"},
 		Spec:       etcdv1.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: "3.6.16"},
 		Status: etcdv1.EtcdClusterStatus{
 			ReadyReplicas: 2,
@@ -34,24 +34,24 @@ func TestClusterCollector(t *testing.T) {
 	want := `
 # HELP raftsman_etcdcluster_status_condition Conditions of an EtcdCluster: 1 for the current status of each condition type, 0 for the others.
 # TYPE raftsman_etcdcluster_status_condition gauge
-raftsman_etcdcluster_status_condition{name="demo",namespace="ns",reason="QuorumHealthy",status="False",type="Available"} 0
-raftsman_etcdcluster_status_condition{name="demo",namespace="ns",reason="QuorumHealthy",status="True",type="Available"} 1
-raftsman_etcdcluster_status_condition{name="demo",namespace="ns",reason="QuorumHealthy",status="Unknown",type="Available"} 0
+raftsman_etcdcluster_status_condition{name="demo",namespace="collector-ns",reason="QuorumHealthy",status="False",type="Available"} 0
+raftsman_etcdcluster_status_condition{name="demo",namespace="collector-ns",reason="QuorumHealthy",status="True",type="Available"} 1
+raftsman_etcdcluster_status_condition{name="demo",namespace="collector-ns",reason="QuorumHealthy",status="Unknown",type="Available"} 0
 # HELP raftsman_etcdcluster_replicas Members an EtcdCluster asks for.
 # TYPE raftsman_etcdcluster_replicas gauge
-raftsman_etcdcluster_replicas{name="demo",namespace="ns"} 3
+raftsman_etcdcluster_replicas{name="demo",namespace="collector-ns"} 3
 # HELP raftsman_etcdcluster_ready_replicas Healthy voting members of an EtcdCluster.
 # TYPE raftsman_etcdcluster_ready_replicas gauge
-raftsman_etcdcluster_ready_replicas{name="demo",namespace="ns"} 2
+raftsman_etcdcluster_ready_replicas{name="demo",namespace="collector-ns"} 2
 # HELP raftsman_etcdcluster_learners Learners of an EtcdCluster.
 # TYPE raftsman_etcdcluster_learners gauge
-raftsman_etcdcluster_learners{name="demo",namespace="ns"} 1
+raftsman_etcdcluster_learners{name="demo",namespace="collector-ns"} 1
 # HELP raftsman_etcdcluster_members_healthy Members of an EtcdCluster that answered their last status request.
 # TYPE raftsman_etcdcluster_members_healthy gauge
-raftsman_etcdcluster_members_healthy{name="demo",namespace="ns"} 2
+raftsman_etcdcluster_members_healthy{name="demo",namespace="collector-ns"} 2
 # HELP raftsman_etcdcluster_voters Voting members of an EtcdCluster; a quorum is voters/2+1 of them.
 # TYPE raftsman_etcdcluster_voters gauge
-raftsman_etcdcluster_voters{name="demo",namespace="ns"} 2
+raftsman_etcdcluster_voters{name="demo",namespace="collector-ns"} 2
 `
 	if err := testutil.CollectAndCompare(col, strings.NewReader(want)); err != nil {
 		t.Error(err)
