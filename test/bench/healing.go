@@ -24,6 +24,9 @@ type healResult struct {
 	took, visible float64
 	victim        string
 	log           []event
+	// phases: when each status.recovery.phase was first seen, in seconds
+	// after the failure (quorum loss only).
+	phases map[string]float64
 }
 
 // healing is one run of every kind of failure, one after the other on the
@@ -195,7 +198,7 @@ func (b *bench) loseMember(ns, name string, record bool) (healResult, error) {
 // the survivor. Healed: status.recovery Done for a recovery started after
 // the loss, and the cluster converged on 3 members.
 func (b *bench) loseQuorum(ns, name string) (healResult, error) {
-	var res healResult
+	res := healResult{phases: map[string]float64{}}
 	survivor, err := b.follower(ns, name)
 	if err != nil {
 		return res, err
@@ -247,6 +250,7 @@ func (b *bench) loseQuorum(ns, name string) (healResult, error) {
 		}
 		if rs.Phase != phase {
 			phase = rs.Phase
+			res.phases[phase] = time.Since(start).Seconds()
 			res.log = append(res.log, event{time.Since(start), "recovery " + phase})
 		}
 		if rs.Phase != etcdv1.RecoveryDone {

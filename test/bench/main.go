@@ -46,7 +46,7 @@ var (
 	oldVer   = flag.String("etcd-old-version", "3.5.35", "etcd version a cluster is upgraded from to -etcd-version")
 	runs     = flag.Int("runs", 3, "repetitions of each measurement; the median is reported")
 	idleWait = flag.Duration("idle", time.Minute, "how long an idle cluster is watched for API writes")
-	qRuns    = flag.Int("quorum-runs", 1, "runs (the first ones) that also measure the healing of a quorum loss, the longest failure")
+	qRuns    = flag.Int("quorum-runs", 3, "runs (the first ones) that also measure the healing of a quorum loss, the longest failure")
 )
 
 type bench struct {
@@ -75,6 +75,7 @@ func main() {
 	var firstBack, firstDone, rollAll, upgradeTook, maxGap []float64
 	var writes, failures int
 	var failedPod, failedSeen, failedAfter, replaced, emptied, quorum, quorumSeen []float64
+	var quorumAfter, forcingAfter, regrowingAfter []float64 // from the annotation
 	errs := map[string]int{}
 	for i := range *runs {
 		ns := b.namespace()
@@ -142,6 +143,13 @@ func main() {
 		replaced, emptied = append(replaced, h.replaced.took), append(emptied, h.emptied.took)
 		if h.quorumRan {
 			quorum, quorumSeen = append(quorum, h.quorum.took), append(quorumSeen, h.quorum.visible)
+			quorumAfter = append(quorumAfter, h.quorum.took-h.quorum.visible)
+			if t, ok := h.quorum.phases[etcdv1.RecoveryForcing]; ok {
+				forcingAfter = append(forcingAfter, t-h.quorum.visible)
+			}
+			if t, ok := h.quorum.phases[etcdv1.RecoveryRegrowing]; ok {
+				regrowingAfter = append(regrowingAfter, t-h.quorum.visible)
+			}
 		}
 
 		must(b.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -173,6 +181,7 @@ func main() {
 		writes: writes, failures: failures, errs: errs,
 		failedPod: median(failedPod), failedSeen: median(failedSeen), failedAfter: median(failedAfter), replaced: median(replaced), emptied: median(emptied),
 		quorum: median(quorum), quorumSeen: median(quorumSeen), quorumRuns: len(quorum),
+		quorumAfter: median(quorumAfter), forcingAfter: median(forcingAfter), regrowingAfter: median(regrowingAfter),
 	}
 	text := res.markdown()
 	fmt.Print(text)
@@ -207,7 +216,8 @@ type results struct {
 	runs                                int
 	failedPod, failedSeen, failedAfter  float64
 	replaced, emptied                   float64
-	quorum, quorumSeen                  float64
+	quorum, quorumSeen, quorumAfter     float64
+	forcingAfter, regrowingAfter        float64
 	quorumRuns                          int
 }
 
@@ -245,8 +255,15 @@ func (r results) quorumText() string {
 	if r.quorumRuns == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" The quorum loss (%s) deletes the PVCs and Pods of the leader and of the other follower (grace period 0), annotates the cluster with etcd.raftsman.io/recover-quorum=<the follower left> as soon as Available turns False with reason QuorumLost naming that member reachable (%.1f s after the deletion), and is healed once status.recovery.phase is Done for a recovery started after the deletion and the cluster has converged on 3 members: %.1f s of it came after the annotation.",
-		runsText(r.quorumRuns), r.quorumSeen, r.quorum-r.quorumSeen)
+	return fmt.Sprintf(" The quorum loss (%s) deletes the PVCs and Pods of the leader and of the other follower (grace period 0), annotates the cluster with etcd.raftsman.io/recover-quorum=<the follower left> as soon as Available turns False with reason QuorumLost naming that member reachable (%.1f s after the deletion), and is healed once status.recovery.phase is Done for a recovery started after the deletion and the cluster has converged on 3 members. %.1f s of it came after the annotation: status.recovery.phase was Forcing %.1f s after it (the survivor restarting alone with --force-new-cluster), Regrowing after %.1f s (the new members joining as learners, one at a time)%s.",
+		runsText(r.quorumRuns), r.quorumSeen, r.quorumAfter, r.forcingAfter, r.regrowingAfter, eachRun(r.quorumRuns))
+}
+
+func eachRun(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return " (medians of each run's own figures)"
 }
 
 func runsText(n int) string {
