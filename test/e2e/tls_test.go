@@ -371,19 +371,21 @@ func TestTLSAndAuth(t *testing.T) {
 			if lost > 0 {
 				t.Errorf("%d writes failed beyond retries during the CA rotation", lost)
 			}
-			evs, err := k.cs.CoreV1().Events(key.Namespace).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			restarts := 0
-			for _, e := range evs.Items {
-				if e.Reason == "MemberRestarting" {
-					restarts++
+			// The rolling update reports each member once it is back on the
+			// new trust (the last one may come a pass after its Pod is Ready).
+			updated := map[string]bool{}
+			waitFor(ctx, t, time.Minute, "a MemberUpdated event for each member", func() (bool, error) {
+				evs, err := k.cs.CoreV1().Events(key.Namespace).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return false, err
 				}
-			}
-			if restarts != 3 {
-				t.Errorf("%d MemberRestarting events, want one per member", restarts)
-			}
+				for _, e := range evs.Items {
+					if e.Reason == "MemberUpdated" && e.Related != nil {
+						updated[e.Related.Name] = true
+					}
+				}
+				return len(updated) == 3, fmt.Errorf("members updated %v", updated)
+			})
 			// A client that trusts only the new CA, with a certificate of it.
 			newCA := k.clusterCA(ctx, t, c)
 			fresh := tlsConfig(t, nil, nil, newCA.CertPEM)
