@@ -21,42 +21,44 @@ import (
 // The start of each CEL rule's message: a refused request must say which
 // field is wrong, so each case checks that the message reached the user.
 const (
-	msgVersion        = "spec.version must be an etcd release like 3.6.16"
-	msgProbeEndpoints = "spec.version 3.5 must be 3.5.11 or later"
-	msgExperimental37 = "spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later"
-	msgStorageClass   = "spec.storage.storageClassName cannot change once set"
-	msgSizeShrink     = "spec.storage.size may grow but never shrink"
-	msgMedium         = "spec.storage.medium cannot change once the cluster exists"
-	msgElection       = "spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis"
-	msgOwnedFlag      = "spec.options.extraArgs cannot set a flag the operator owns"
-	msgTypedFlag      = "spec.options.extraArgs cannot set a flag that has a typed field in spec.options"
-	msgLeadingDashes  = "spec.options.extraArgs keys are flag names without leading dashes"
-	msgClusterName    = "spec.clusterName cannot change"
-	msgPeerURL        = "spec.peerURL cannot change"
-	msgNoBackToNew    = "spec.initialClusterState cannot go back to New"
-	msgUnsupported    = "Unsupported value"
-	msgRequired       = "Required value"
-	msgAtLeastOne     = "should be greater than or equal to 1"
-	msgAtMostNine     = "should be less than or equal to 9"
-	msgAtMost64Args   = "must have at most 64 items"
-	msgAtLeastZero    = "should be greater than or equal to 0"
-	msgHeartbeatRange = "spec.options.heartbeatIntervalMillis"
-	msgElectionRange  = "spec.options.electionTimeoutMillis"
-	msgTLSDisabled    = "spec.tls.disabled cannot change on an existing cluster"
-	msgTLSPeer        = "spec.tls.peer cannot change on an existing cluster"
-	msgTLSClient      = "spec.tls.client's source cannot change on an existing cluster"
-	msgTLSMutual      = "spec.tls.client.mutual cannot change on an existing cluster"
-	msgOneSource      = "set at most one of operator, secretRef and certManager"
-	msgRenewBefore    = "spec.tls.renewBefore must be shorter than spec.tls.certificateLifetime"
-	msgLifetime       = "spec.tls.certificateLifetime must be at least 1m"
-	msgDisabledSource = "spec.tls.disabled: true cannot be combined with certificate sources"
-	msgAuthNeedsMTLS  = "spec.auth.enabled needs TLS with client certificates"
-	msgSuspendMemory  = "spec.suspend cannot be set on a cluster with spec.storage.medium Memory"
-	msgBootstrap      = "spec.bootstrap cannot change"
-	msgOneDest        = "a backup destination is exactly one of s3 or pvc"
-	msgOneRestore     = "spec.bootstrap.restore names exactly one of backupName or source"
-	msgEndpoint       = "spec.s3.endpoint must be a URL"
-	msgPVCPath        = "spec.pvc.path is a relative folder"
+	msgVersion         = "spec.version must be an etcd release like 3.6.16"
+	msgProbeEndpoints  = "spec.version 3.5 must be 3.5.11 or later"
+	msgQuorumLossAfter = "spec.recovery.quorumLossAfter must be a duration like 5m"
+	msgBackupMember    = "spec.member must name an EtcdMember of the cluster"
+	msgExperimental37  = "spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later"
+	msgStorageClass    = "spec.storage.storageClassName cannot change once set"
+	msgSizeShrink      = "spec.storage.size may grow but never shrink"
+	msgMedium          = "spec.storage.medium cannot change once the cluster exists"
+	msgElection        = "spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis"
+	msgOwnedFlag       = "spec.options.extraArgs cannot set a flag the operator owns"
+	msgTypedFlag       = "spec.options.extraArgs cannot set a flag that has a typed field in spec.options"
+	msgLeadingDashes   = "spec.options.extraArgs keys are flag names without leading dashes"
+	msgClusterName     = "spec.clusterName cannot change"
+	msgPeerURL         = "spec.peerURL cannot change"
+	msgNoBackToNew     = "spec.initialClusterState cannot go back to New"
+	msgUnsupported     = "Unsupported value"
+	msgRequired        = "Required value"
+	msgAtLeastOne      = "should be greater than or equal to 1"
+	msgAtMostNine      = "should be less than or equal to 9"
+	msgAtMost64Args    = "must have at most 64 items"
+	msgAtLeastZero     = "should be greater than or equal to 0"
+	msgHeartbeatRange  = "spec.options.heartbeatIntervalMillis"
+	msgElectionRange   = "spec.options.electionTimeoutMillis"
+	msgTLSDisabled     = "spec.tls.disabled cannot change on an existing cluster"
+	msgTLSPeer         = "spec.tls.peer cannot change on an existing cluster"
+	msgTLSClient       = "spec.tls.client's source cannot change on an existing cluster"
+	msgTLSMutual       = "spec.tls.client.mutual cannot change on an existing cluster"
+	msgOneSource       = "set at most one of operator, secretRef and certManager"
+	msgRenewBefore     = "spec.tls.renewBefore must be shorter than spec.tls.certificateLifetime"
+	msgLifetime        = "spec.tls.certificateLifetime must be at least 1m"
+	msgDisabledSource  = "spec.tls.disabled: true cannot be combined with certificate sources"
+	msgAuthNeedsMTLS   = "spec.auth.enabled needs TLS with client certificates"
+	msgSuspendMemory   = "spec.suspend cannot be set on a cluster with spec.storage.medium Memory"
+	msgBootstrap       = "spec.bootstrap cannot change"
+	msgOneDest         = "a backup destination is exactly one of s3 or pvc"
+	msgOneRestore      = "spec.bootstrap.restore names exactly one of backupName or source"
+	msgEndpoint        = "spec.s3.endpoint must be a URL"
+	msgPVCPath         = "spec.pvc.path is a relative folder"
 
 	msgMaxAge            = "spec.backup.retention.maxAge must be a duration like 168h"
 	msgLifetimeFormat    = "spec.tls.certificateLifetime must be a duration like 2160h"
@@ -225,6 +227,15 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "deletion policy Retain", patch: `{"spec":{"deletionPolicy":"Retain"}}`},
 		{name: "deletion policy back to Delete", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.DeletionPolicy = etcdv1.DeletionPolicyRetain }, patch: `{"spec":{"deletionPolicy":"Delete"}}`},
 		{name: "unknown deletion policy", patch: `{"spec":{"deletionPolicy":"Orphan"}}`, wantErr: []string{"spec.deletionPolicy", msgUnsupported}},
+
+		// spec.recovery
+		{name: "automatic quorum recovery after 5m", patch: `{"spec":{"recovery":{"quorumLoss":"Automatic","quorumLossAfter":"5m"}}}`},
+		{name: "quorum recovery after 1h30m", patch: `{"spec":{"recovery":{"quorumLossAfter":"1h30m"}}}`},
+		{name: "unknown quorum loss policy", patch: `{"spec":{"recovery":{"quorumLoss":"Always"}}}`, wantErr: []string{"spec.recovery.quorumLoss", msgUnsupported}},
+		{name: "quorum loss after days", patch: `{"spec":{"recovery":{"quorumLossAfter":"1d"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter", msgQuorumLossAfter}},
+		{name: "quorum loss after a bare number", patch: `{"spec":{"recovery":{"quorumLossAfter":"300"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter", msgQuorumLossAfter}},
+		{name: "quorum loss after 10s", patch: `{"spec":{"recovery":{"quorumLossAfter":"10s"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter", msgQuorumLossAfter}},
+		{name: "quorum loss after out of Go's range", patch: `{"spec":{"recovery":{"quorumLossAfter":"99999999999h"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter"}},
 
 		// spec.suspend, spec.backup, spec.bootstrap
 		{name: "suspend", patch: `{"spec":{"suspend":true}}`},
@@ -584,6 +595,9 @@ func testBackupValidation(t *testing.T, c client.Client) {
 		{name: "cluster name with a dot", spec: clusterName("demo.prod"), wantErr: []string{"spec.clusterName", msgBackupClusterName}},
 		{name: "cluster name of 36 characters", spec: clusterName("c" + strings.Repeat("x", 35)), wantErr: []string{"spec.clusterName", msgTooLong}},
 		{name: "spec changes", patch: `{"spec":{"clusterName":"other"}}`, wantErr: []string{"an EtcdBackup's spec cannot change"}},
+		{name: "a named member", spec: func(sp *etcdv1.EtcdBackupSpec) { sp.Member = "demo-abcde" }},
+		{name: "a member name with a dot", spec: func(sp *etcdv1.EtcdBackupSpec) { sp.Member = "demo.abcde" }, wantErr: []string{"spec.member", msgBackupMember}},
+		{name: "a member name of 64 characters", spec: func(sp *etcdv1.EtcdBackupSpec) { sp.Member = "m" + strings.Repeat("x", 63) }, wantErr: []string{"spec.member", msgTooLong}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
