@@ -77,18 +77,9 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, s *scope, m *etcdv1.Etc
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
 	if em.ID == s.leader && s.healthy(em.ID) {
-		if to, ok := s.successor(em.ID); ok {
-			log.Info("Moving leadership before removing the leader", "member", m.Name, "to", etcd.FormatID(to))
+		if to, ok := s.successor(em.ID, nil); ok {
 			failpoint.Hit(failpoint.BeforeMoveLeader)
-			tctx, cancel := r.etcdCtx(ctx)
-			defer cancel()
-			if err := s.client.MoveLeader(tctx, m.Spec.ClientURL, to); err != nil {
-				observe("move_leader", err)
-				return r.notYet(s, err, etcdv1.ReasonScalingDown, fmt.Sprintf("move leadership away from %s", m.Name))
-			}
-			observe("move_leader", nil)
-			r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before removing it", m.Name, etcd.FormatID(to))
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+			return r.moveLeader(ctx, s, m, to, etcdv1.ReasonScalingDown, "removing")
 		}
 	}
 	log.Info("Removing member from etcd", "member", m.Name, "id", etcd.FormatID(em.ID))
@@ -106,20 +97,37 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, s *scope, m *etcdv1.Etc
 	return ctrl.Result{}, nil
 }
 
-// successor is the healthy voter, other than id, that is furthest ahead.
-func (s *scope) successor(id uint64) (uint64, bool) {
-	var best uint64
+// successor is the healthy voter, other than id and for which ok holds
+// (any, when ok is nil), that is furthest ahead: the highest applied index.
+func (s *scope) successor(id uint64, ok func(etcd.Member) bool) (etcd.Member, bool) {
+	var best etcd.Member
 	var index uint64
 	for _, em := range s.etcdList {
-		st, ok := s.health[em.ID]
-		if em.ID == id || em.IsLearner || !ok {
+		st, healthy := s.health[em.ID]
+		if em.ID == id || em.IsLearner || !healthy || (ok != nil && !ok(em)) {
 			continue
 		}
-		if best == 0 || st.RaftIndex > index {
-			best, index = em.ID, st.RaftIndex
+		if best.ID == 0 || st.RaftAppliedIndex > index {
+			best, index = em, st.RaftAppliedIndex
 		}
 	}
-	return best, best != 0
+	return best, best.ID != 0
+}
+
+// moveLeader hands leadership from m, the leader, to the member to, before
+// what is done to m next ("removing", "updating"); the next pass, with
+// etcd's new view, goes on.
+func (r *Reconciler) moveLeader(ctx context.Context, s *scope, m *etcdv1.EtcdMember, to etcd.Member, reason, next string) (ctrl.Result, error) {
+	ctrl.LoggerFrom(ctx).Info("Moving leadership away from the leader first", "member", m.Name, "to", to.Name, "next", next)
+	tctx, cancel := r.etcdCtx(ctx)
+	defer cancel()
+	if err := s.client.MoveLeader(tctx, m.Spec.ClientURL, to.ID); err != nil {
+		observe("move_leader", err)
+		return r.notYet(s, err, reason, fmt.Sprintf("move leadership away from %s", m.Name))
+	}
+	observe("move_leader", nil)
+	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before %s it", m.Name, to.Name, next)
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
 // lost says whether a member can never run again: its data is gone, or etcd

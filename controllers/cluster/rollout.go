@@ -90,10 +90,7 @@ func rolledOut(m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec) bool {
 // reported them (a member that does not answer now keeps the version the
 // status last showed for it).
 func (s *scope) runningVersions() []string {
-	last := map[string]string{}
-	for _, ms := range s.cluster.Status.Members {
-		last[ms.Name] = ms.Version
-	}
+	last := lastVersions(s.cluster)
 	var out []string
 	for _, m := range s.active() {
 		em, ok := s.inEtcd(m)
@@ -157,22 +154,9 @@ func (r *Reconciler) prepareVersion(ctx context.Context, s *scope) (ctrl.Result,
 		}
 		target := downgradeTarget(s.plan.target)
 		log.Info("Enabling etcd's downgrade", "to", target)
-		tctx, cancel := r.etcdCtx(ctx)
-		defer cancel()
-		if _, err := s.client.Downgrade(tctx, etcd.DowngradeValidate, target); err != nil {
-			observe("downgrade_validate", err)
-			// Right after the last member of an upgrade restarted, etcd
-			// may not have raised the cluster version yet; it does within
-			// seconds, and the downgrade is tried again.
-			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("etcd does not accept a downgrade to %s yet: %v", minorOf(target), err)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
+		if res, ok := r.enableDowngrade(ctx, s, target, fmt.Sprintf("etcd does not accept a downgrade to %s yet", minorOf(target))); !ok {
+			return res, nil
 		}
-		if _, err := s.client.Downgrade(tctx, etcd.DowngradeEnable, target); err != nil {
-			observe("downgrade_enable", err)
-			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("etcd did not enable the downgrade to %s: %v", minorOf(target), err)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
-		}
-		observe("downgrade_enable", nil)
 		s.progress, s.progressMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Downgrading to %s: enabled etcd's downgrade; members restart once their data format is %s", minorOf(target), minorOf(target))
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DowngradeEnabled", "Downgrade", "Enabled etcd's downgrade from %s to %s; members restart on %s once their data format is %s", s.plan.highest, minorOf(target), s.plan.target, minorOf(target))
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
@@ -214,27 +198,18 @@ func (r *Reconciler) snapshotBefore37(ctx context.Context, s *scope, enabled boo
 	for _, st := range s.health {
 		formats[minorOf(st.StorageVersion)]++
 	}
-	tctx, cancel := r.etcdCtx(ctx)
-	defer cancel()
 	switch {
 	case !s.allSettled():
 		s.progressMsg = "Before 3.7, every member must snapshot: waiting for every member to be healthy"
 	case !enabled && formats["3.6"] == len(s.health):
-		target := "3.5.0"
-		if _, err := s.client.Downgrade(tctx, etcd.DowngradeValidate, target); err != nil {
-			observe("downgrade_validate", err)
-			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Before 3.7, every member must snapshot; etcd refused the downgrade to 3.5 that makes it: %v", err)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
+		if res, ok := r.enableDowngrade(ctx, s, "3.5.0", "Before 3.7, every member must snapshot; etcd refused the downgrade to 3.5 that makes it"); !ok {
+			return res, nil
 		}
-		if _, err := s.client.Downgrade(tctx, etcd.DowngradeEnable, target); err != nil {
-			observe("downgrade_enable", err)
-			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Before 3.7, every member must snapshot; etcd refused the downgrade to 3.5 that makes it: %v", err)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
-		}
-		observe("downgrade_enable", nil)
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "SnapshottingForUpgrade", "Downgrade", "Before 3.7: enabled a downgrade to 3.5, to be cancelled once every member has snapshotted (3.7 cannot replay log entries etcd 3.5 wrote)")
 		s.progressMsg = "Before 3.7, every member must snapshot: enabled a downgrade to 3.5 for that; it is cancelled once done"
 	case enabled && minorOf(to) == "3.5" && formats["3.5"] == len(s.health):
+		tctx, cancel := r.etcdCtx(ctx)
+		defer cancel()
 		if _, err := s.client.Downgrade(tctx, etcd.DowngradeCancel, to); err != nil {
 			observe("downgrade_cancel", err)
 			return r.notYet(s, err, etcdv1.ReasonRollingUpdate, "cancel the downgrade that made every member snapshot")
@@ -250,39 +225,45 @@ func (r *Reconciler) snapshotBefore37(ctx context.Context, s *scope, enabled boo
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 }
 
-// upgradeReady says whether the members' data formats allow a member to
-// start the next minor: none is below the lowest version running (as it is
-// for a few seconds after a downgrade was cancelled).
-func (s *scope) upgradeReady() (bool, []string) {
-	var behind []string
-	for _, m := range s.active() {
-		em, ok := s.inEtcd(m)
-		if !ok {
-			continue
-		}
-		if st, ok := s.health[em.ID]; ok && st.StorageVersion != "" && minorNum(st.StorageVersion) < minorNum(s.plan.lowest) {
-			behind = append(behind, fmt.Sprintf("%s (%s)", m.Name, minorOf(st.StorageVersion)))
+// enableDowngrade validates, then enables, etcd's downgrade to target. A
+// refusal is a wait, not an error: right after the last member of an
+// upgrade restarted, etcd may not have raised the cluster version yet; it
+// does within seconds, and the downgrade is tried again.
+func (r *Reconciler) enableDowngrade(ctx context.Context, s *scope, target, refused string) (ctrl.Result, bool) {
+	tctx, cancel := r.etcdCtx(ctx)
+	defer cancel()
+	for _, a := range []etcd.DowngradeAction{etcd.DowngradeValidate, etcd.DowngradeEnable} {
+		if _, err := s.client.Downgrade(tctx, a, target); err != nil {
+			observe("downgrade_"+a.String(), err)
+			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("%s: %v", refused, err)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, false
 		}
 	}
-	return len(behind) == 0, behind
+	observe("downgrade_enable", nil)
+	return ctrl.Result{}, true
 }
 
-// downgradeReady says whether every member that answers has moved its data
-// format to the downgrade's target, after which a member may start the
-// older minor. Members of the older minor report no storage version.
-func (s *scope) downgradeReady(to string) (bool, []string) {
-	var waiting []string
+// formatsNot names the members whose data format (storage version) etcd
+// does not report as ok: those that do not answer count as not ok when
+// unanswered is set. Members of 3.5 report none, which counts as ok.
+func (s *scope) formatsNot(ok func(minor int) bool, unanswered bool) []string {
+	var out []string
 	for _, m := range s.active() {
-		em, ok := s.inEtcd(m)
-		if !ok {
+		em, listed := s.inEtcd(m)
+		if !listed {
 			continue
 		}
-		st, ok := s.health[em.ID]
-		if !ok || (st.StorageVersion != "" && minorOf(st.StorageVersion) != minorOf(to)) {
-			waiting = append(waiting, m.Name)
+		st, answered := s.health[em.ID]
+		switch {
+		case !answered:
+			if unanswered {
+				out = append(out, m.Name)
+			}
+		case st.StorageVersion != "" && !ok(minorNum(st.StorageVersion)):
+			out = append(out, fmt.Sprintf("%s (%s)", m.Name, minorOf(st.StorageVersion)))
 		}
 	}
-	return len(waiting) == 0, waiting
+	return out
 }
 
 // newMemberVersion is the version a member added now runs: the spec's,
@@ -430,14 +411,20 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
 	if s.plan.change == versionUpgrade {
-		if ok, behind := s.upgradeReady(); !ok {
+		// No data format below the lowest version running, as there is for
+		// a few seconds after a downgrade was cancelled.
+		lowest := minorNum(s.plan.lowest)
+		if behind := s.formatsNot(func(f int) bool { return f >= lowest }, false); len(behind) > 0 {
 			s.progressMsg = fmt.Sprintf("Upgrading to %s: waiting for the data format of %s to be %s again", minorOf(s.plan.target), strings.Join(behind, ", "), minorOf(s.plan.lowest))
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 		}
 	}
 	if s.plan.change == versionDowngrade {
+		// Every member that answers has moved its data format to the
+		// target; then a member may start the older minor.
 		_, to := s.downgradeEnabled()
-		if ok, waiting := s.downgradeReady(to); !ok || to == "" {
+		target := minorNum(to)
+		if waiting := s.formatsNot(func(f int) bool { return f == target }, true); len(waiting) > 0 || to == "" {
 			s.progressMsg = fmt.Sprintf("Downgrading to %s: waiting for etcd to move the data format of %s to %s before the first member restarts", minorOf(s.plan.target), strings.Join(waiting, ", "), minorOf(s.plan.target))
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 		}
@@ -506,33 +493,17 @@ func (r *Reconciler) checkStuck(s *scope, m *etcdv1.EtcdMember, since time.Time,
 // moveLeaderFrom hands leadership from the leader, the last member left to
 // update, to the most caught-up member that runs the new spec.
 func (r *Reconciler) moveLeaderFrom(ctx context.Context, s *scope, m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec, updated, total int) (ctrl.Result, error) {
-	var to uint64
-	var index uint64
-	toName := ""
-	for _, o := range s.active() {
-		em, ok := s.inEtcd(o)
-		if o == m || !ok || !rolledOut(o, want) || !s.settled(o) {
-			continue
-		}
-		if st := s.health[em.ID]; to == 0 || st.RaftAppliedIndex > index {
-			to, index, toName = em.ID, st.RaftAppliedIndex, o.Name
-		}
-	}
-	if to == 0 {
+	em, _ := s.inEtcd(m)
+	to, ok := s.successor(em.ID, func(o etcd.Member) bool {
+		om := s.memberByID(o.ID)
+		return om != nil && rolledOut(om, want) && s.settled(om)
+	})
+	if !ok {
 		s.progressMsg = fmt.Sprintf("Rolling update, %d of %d members updated: the leader %s goes last, once a member on the new spec can take over", updated, total, m.Name)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
 	s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d): moving leadership away from it first", m.Name, updated+1, total)
-	ctrl.LoggerFrom(ctx).Info("Moving leadership before updating the leader", "member", m.Name, "to", etcd.FormatID(to))
-	tctx, cancel := r.etcdCtx(ctx)
-	defer cancel()
-	if err := s.client.MoveLeader(tctx, m.Spec.ClientURL, to); err != nil {
-		observe("move_leader", err)
-		return r.notYet(s, err, etcdv1.ReasonRollingUpdate, fmt.Sprintf("move leadership away from %s", m.Name))
-	}
-	observe("move_leader", nil)
-	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before updating it", m.Name, toName)
-	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	return r.moveLeader(ctx, s, m, to, etcdv1.ReasonRollingUpdate, "updating")
 }
 
 // updateMember writes the new spec into one member; the member controller

@@ -68,10 +68,7 @@ func setMembers(s *scope) {
 			names[em.ID] = m.Name
 		}
 	}
-	last := map[string]string{}
-	for _, ms := range c.Status.Members {
-		last[ms.Name] = ms.Version
-	}
+	last := lastVersions(c)
 	members := make([]etcdv1.ClusterMemberStatus, 0, len(s.etcdList))
 	var versions []string
 	for _, em := range s.etcdList {
@@ -105,6 +102,17 @@ func setMembers(s *scope) {
 	if len(versions) > 0 {
 		c.Status.Version = slices.MinFunc(versions, compareVersions)
 	}
+}
+
+// lastVersions are the versions the status last showed, by member: what a
+// member that does not answer now (one restarting) runs, as far as anyone
+// knows.
+func lastVersions(c *etcdv1.EtcdCluster) map[string]string {
+	last := map[string]string{}
+	for _, ms := range c.Status.Members {
+		last[ms.Name] = ms.Version
+	}
+	return last
 }
 
 // compareVersions orders etcd versions like 3.5.9 < 3.5.10.
