@@ -28,7 +28,6 @@ import (
 // spec.forceNewCluster on, and each member as stored when it was deleted.
 type healEnv struct {
 	*env
-	indexes *raftIndexes
 
 	mu sync.Mutex
 	// forced counts, by member, the writes that turned forceNewCluster on.
@@ -40,40 +39,6 @@ type healEnv struct {
 	failClusterStatus bool
 	// evs are the events of every pass.
 	evs []string
-}
-
-// raftIndexes hands out the fake etcd's client with the raft index a test
-// set for a member (the fake reports the same index for every member).
-type raftIndexes struct {
-	*etcd.FakeFactory
-	mu    sync.Mutex
-	byURL map[string]uint64 // by client URL
-}
-
-type raftIndexClient struct {
-	etcd.Client
-	f *raftIndexes
-}
-
-func (f *raftIndexes) Get(ctx context.Context, key string, endpoints []string, creds etcd.Credentials) (etcd.Client, error) {
-	c, err := f.FakeFactory.Get(ctx, key, endpoints, creds)
-	if err != nil {
-		return nil, err
-	}
-	return raftIndexClient{Client: c, f: f}, nil
-}
-
-func (c raftIndexClient) Status(ctx context.Context, endpoint string) (etcd.Status, error) {
-	st, err := c.Client.Status(ctx, endpoint)
-	if err != nil {
-		return st, err
-	}
-	c.f.mu.Lock()
-	defer c.f.mu.Unlock()
-	if i, ok := c.f.byURL[endpoint]; ok {
-		st.RaftIndex, st.RaftAppliedIndex, st.Revision = i, i, int64(i/2)
-	}
-	return st, nil
 }
 
 func newHealEnv(t *testing.T, replicas int32) *healEnv {
@@ -109,8 +74,6 @@ func newHealEnv(t *testing.T, replicas int32) *healEnv {
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
 	})
-	h.indexes = &raftIndexes{FakeFactory: h.etcd, byURL: map[string]uint64{}}
-	h.r.Etcd = h.indexes
 	return h
 }
 
@@ -182,9 +145,7 @@ func (h *healEnv) leaderAndFollowers() (leader string, followers []string) {
 }
 
 func (h *healEnv) setRaftIndex(member string, index uint64) {
-	h.indexes.mu.Lock()
-	defer h.indexes.mu.Unlock()
-	h.indexes.byURL[h.member(member).Spec.ClientURL] = index
+	h.fake().SetRaftIndex(member, index)
 }
 
 // setMemberCondition plays the member controller: the condition for the
@@ -332,7 +293,7 @@ func (h *healEnv) recovery() etcdv1.RecoveryStatus {
 // restartOperator replaces the reconciler with a fresh one, as a new
 // operator process that knows only what the API server stored.
 func (h *healEnv) restartOperator() {
-	h.r = &Reconciler{Client: h.c, Recorder: h.rec, Etcd: h.indexes, Options: h.r.Options}
+	h.r = &Reconciler{Client: h.c, Recorder: h.rec, Etcd: h.etcd, Options: h.r.Options}
 }
 
 // apartFromCollector keeps a healing test away from TestClusterCollector.

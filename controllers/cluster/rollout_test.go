@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +28,6 @@ import (
 // spec's version). Each pass records what the cluster showed.
 type rollEnv struct {
 	*env
-	shim *etcdShim
 
 	// order is the order in which the members' Pod specs changed.
 	order []string
@@ -68,60 +66,11 @@ func memberGenerations() interceptor.Funcs {
 	}
 }
 
-// etcdShim hands out the fake etcd's client with two things the fake
-// cannot show. The fake reports a member's applied index as 1000 minus its
-// lag, which wraps below zero for a lag above 1000, the only lags beyond
-// caughtUpLag; the shim puts the indexes higher, keeping the lag. And it
-// reports the storage version a test sets for a member, where the fake
-// moves it the moment a downgrade is enabled or cancelled.
-type etcdShim struct {
-	*etcd.FakeFactory
-	mu      sync.Mutex
-	storage map[string]string // by client URL
-}
-
-type shimClient struct {
-	etcd.Client
-	shim *etcdShim
-}
-
-func (f *etcdShim) Get(ctx context.Context, key string, endpoints []string, creds etcd.Credentials) (etcd.Client, error) {
-	c, err := f.FakeFactory.Get(ctx, key, endpoints, creds)
-	if err != nil {
-		return nil, err
-	}
-	return shimClient{Client: c, shim: f}, nil
-}
-
-func (f *etcdShim) setStorageVersion(clientURL, version string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.storage[clientURL] = version
-}
-
-func (c shimClient) Status(ctx context.Context, endpoint string) (etcd.Status, error) {
-	st, err := c.Client.Status(ctx, endpoint)
-	if err != nil {
-		return st, err
-	}
-	lag := st.RaftIndex - st.RaftAppliedIndex // modular: the lag SetLag gave
-	st.RaftIndex = 1 << 20
-	st.RaftAppliedIndex = st.RaftIndex - lag
-	c.shim.mu.Lock()
-	defer c.shim.mu.Unlock()
-	if v, ok := c.shim.storage[endpoint]; ok {
-		st.StorageVersion = v
-	}
-	return st, nil
-}
-
 // newRollEnv is a formed cluster of replicas members that run version, as
 // its spec asks, with the given storage.
 func newRollEnv(t *testing.T, replicas int32, version string, storage etcdv1.StorageSpec) *rollEnv {
 	t.Helper()
 	e := &rollEnv{env: newEnv(t, replicas, memberGenerations())}
-	e.shim = &etcdShim{FakeFactory: e.etcd, storage: map[string]string{}}
-	e.r.Etcd = e.shim
 	e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version, s.Storage = version, storage })
 	e.mustReconcile()
 	var ms [][3]string
@@ -826,7 +775,7 @@ func TestMinorDowngradeGoesThroughEtcd(t *testing.T) {
 	e := newRollEnv(t, 3, "3.6.16", etcdv1.StorageSpec{})
 	leader := e.leaderName()
 	for _, m := range e.members() {
-		e.shim.setStorageVersion(m.Spec.ClientURL, "3.6.0")
+		e.fake().SetStorageVersion(m.Name, "3.6.0")
 	}
 	e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Version = "3.5.35" })
 
@@ -857,7 +806,7 @@ func TestMinorDowngradeGoesThroughEtcd(t *testing.T) {
 	}
 
 	for _, m := range e.members() {
-		e.shim.setStorageVersion(m.Spec.ClientURL, "3.5.0")
+		e.fake().SetStorageVersion(m.Name, "3.5.0")
 	}
 	e.rollToEnd(12)
 	e.checkRolledOut("3.5.35", etcdImage("3.5.35"), e.order)
@@ -1023,14 +972,14 @@ func TestUpgradeTo37SnapshotsFirst(t *testing.T) {
 
 	// etcd takes a few seconds to bring the data formats back to 3.6.
 	for _, m := range e.members() {
-		e.shim.setStorageVersion(m.Spec.ClientURL, "3.5.0")
+		e.fake().SetStorageVersion(m.Name, "3.5.0")
 	}
 	e.hold(2, "the data formats are 3.5")
 	if p := e.lastProgressing(); p.Reason != etcdv1.ReasonRollingUpdate || !strings.Contains(p.Message, "data format") {
 		t.Errorf("Progressing = %+v, want RollingUpdate waiting for the data formats", p)
 	}
 	for _, m := range e.members() {
-		e.shim.setStorageVersion(m.Spec.ClientURL, "3.6.0")
+		e.fake().SetStorageVersion(m.Name, "3.6.0")
 	}
 	e.rollToEnd(12)
 	e.checkRolledOut("3.7.3", etcdImage("3.7.3"), e.order)

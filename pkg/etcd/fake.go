@@ -40,6 +40,11 @@ type fakeMember struct {
 	version string
 	// lag is how many entries the member's applied index is behind.
 	lag uint64
+	// index is the member's committed raft index (1<<20 when zero).
+	index uint64
+	// storage, when set, is the data format the member reports instead of
+	// the one its version and an enabled downgrade make.
+	storage string
 }
 
 var _ Client = (*Fake)(nil)
@@ -180,6 +185,30 @@ func (f *Fake) SetLag(name string, lag uint64) {
 	for _, m := range f.members {
 		if m.Name == name {
 			m.lag = lag
+		}
+	}
+}
+
+// SetRaftIndex makes the named member report index as its committed raft
+// index (its applied index trails by its lag, its revision is half).
+func (f *Fake) SetRaftIndex(name string, index uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			m.index = index
+		}
+	}
+}
+
+// SetStorageVersion makes the named member report version as its data
+// format, whatever its version and the downgrade say ("" lets them again).
+func (f *Fake) SetStorageVersion(name, version string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			m.storage = version
 		}
 	}
 }
@@ -439,7 +468,11 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 			if v == "" {
 				v = f.version
 			}
-			st := Status{MemberID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftIndex: 1 << 20, RaftAppliedIndex: 1<<20 - m.lag}
+			index := m.index
+			if index == 0 {
+				index = 1 << 20
+			}
+			st := Status{MemberID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftIndex: index, RaftAppliedIndex: index - min(m.lag, index), Revision: int64(index / 2)}
 			if minorOf(v) >= "3.6" {
 				// etcd 3.6 and later report their data format: their
 				// minor, or an enabled downgrade's target.
@@ -450,6 +483,9 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 				if st.StorageVersion != "" {
 					st.StorageVersion = f.downgrade + ".0"
 				}
+			}
+			if m.storage != "" {
+				st.StorageVersion = m.storage
 			}
 			return st, nil
 		}
