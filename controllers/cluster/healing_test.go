@@ -205,21 +205,9 @@ func (h *healEnv) annotate(member string) {
 	}
 }
 
-// setRecoverySpec sets spec.recovery, and plays the tls controller for the
-// new generation.
+// setRecoverySpec sets spec.recovery, as a user does.
 func (h *healEnv) setRecoverySpec(rs etcdv1.RecoverySpec) {
-	h.t.Helper()
-	c := h.cluster()
-	c.Spec.Recovery = rs
-	c.Generation++
-	if err := h.c.Update(context.Background(), c); err != nil {
-		h.t.Fatal(err)
-	}
-	c = h.cluster()
-	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonTLSDisabled, ObservedGeneration: c.Generation})
-	if err := h.c.Status().Update(context.Background(), c); err != nil {
-		h.t.Fatal(err)
-	}
+	h.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Recovery = rs })
 }
 
 // loseQuorum makes the named members stop answering; their member

@@ -116,14 +116,19 @@ func (e *env) member(name string) *etcdv1.EtcdMember {
 }
 
 func (e *env) setReplicas(n int32) {
+	e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Replicas = ptr.To(n) })
+}
+
+// setSpec changes the cluster's spec as a user does, and plays the tls
+// controller, which confirms TLSReady for each generation.
+func (e *env) setSpec(change func(*etcdv1.EtcdClusterSpec)) {
 	e.t.Helper()
 	c := e.cluster()
-	c.Spec.Replicas = ptr.To(n)
+	change(&c.Spec)
 	c.Generation++
 	if err := e.c.Update(context.Background(), c); err != nil {
 		e.t.Fatal(err)
 	}
-	// Play the tls controller, which confirms TLSReady for each generation.
 	c = e.cluster()
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonTLSDisabled, ObservedGeneration: c.Generation})
 	if err := e.c.Status().Update(context.Background(), c); err != nil {

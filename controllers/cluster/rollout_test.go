@@ -91,23 +91,6 @@ func newRollEnv(t *testing.T, replicas int32, version string, storage etcdv1.Sto
 	return e
 }
 
-// setSpec changes the cluster's spec as a user does, and plays the tls
-// controller, which confirms TLSReady for each generation.
-func (e *rollEnv) setSpec(change func(*etcdv1.EtcdClusterSpec)) {
-	e.t.Helper()
-	c := e.cluster()
-	change(&c.Spec)
-	c.Generation++
-	if err := e.c.Update(context.Background(), c); err != nil {
-		e.t.Fatal(err)
-	}
-	c = e.cluster()
-	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonTLSDisabled, ObservedGeneration: c.Generation})
-	if err := e.c.Status().Update(context.Background(), c); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
 // setReady plays the member controller's Ready condition for the member's
 // current generation.
 func (e *rollEnv) setReady(name string, ready bool, reason, msg string) {
