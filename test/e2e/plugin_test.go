@@ -96,28 +96,47 @@ func matching(out, re string) [][]string {
 	return got
 }
 
-// statusLeader is the leader status names, after checking that it shows
-// n voters, each with a database size from etcd, and one leader.
-func statusLeader(t *testing.T, out, cluster string, n int) string {
+// statusLeader runs status until it shows n voters, each Ready and healthy
+// with a database size from etcd, one leader starred and named, every
+// member answering and no alarm, and returns that leader. A cluster the
+// operator calls converged may still have a Pod whose readiness probe has
+// not passed yet, so status is asked again for up to a minute.
+func statusLeader(ctx context.Context, t *testing.T, p *pluginRunner, cluster string, n int) (string, string) {
 	t.Helper()
+	var leader, out string
+	waitFor(ctx, t, time.Minute, "status of "+cluster+" to show "+fmt.Sprint(n)+" ready voters and a leader", func() (bool, error) {
+		var err error
+		out, err = p.run(ctx, "status", cluster)
+		if err != nil {
+			return false, fmt.Errorf("%v: %s", err, out)
+		}
+		leader, err = checkStatus(out, cluster, n)
+		return err == nil, err
+	})
+	t.Logf("kubectl raftsman status %s:\n%s", cluster, out)
+	return leader, out
+}
+
+// checkStatus is the leader status output names, or what it lacks.
+func checkStatus(out, cluster string, n int) (string, error) {
 	rows := matching(out, `^(`+cluster+`-\S+) +[0-9a-f]+ +Voter +(\*?) +`+regexp.QuoteMeta(etcdVersion)+` +Ready +yes +(\d+\.\d [KMG]iB|\d+ B) +`)
 	leaders := matching(out, `^Leader: +(`+cluster+`-\S+) \([0-9a-f]+\)$`)
 	if len(rows) != n || len(leaders) != 1 {
-		t.Fatalf("status shows %d ready voters with database sizes and %d leader lines, want %d and 1:\n%s", len(rows), len(leaders), n, out)
+		return "", fmt.Errorf("status shows %d ready voters with database sizes and %d leader lines, want %d and 1:\n%s", len(rows), len(leaders), n, out)
 	}
 	starred := 0
 	for _, r := range rows {
 		if r[2] == "*" {
 			starred++
 			if r[1] != leaders[0][1] {
-				t.Fatalf("the starred member %s is not the leader %s:\n%s", r[1], leaders[0][1], out)
+				return "", fmt.Errorf("the starred member %s is not the leader %s:\n%s", r[1], leaders[0][1], out)
 			}
 		}
 	}
 	if starred != 1 || strings.Contains(out, "did not answer") || len(matching(out, `^Alarms: +none$`)) != 1 {
-		t.Fatalf("want one leader, every member answering, no alarm:\n%s", out)
+		return "", fmt.Errorf("want one leader, every member answering, no alarm:\n%s", out)
 	}
-	return leaders[0][1]
+	return leaders[0][1], nil
 }
 
 func getValue(ctx context.Context, t *testing.T, cli *clientv3.Client, key string) string {
@@ -160,8 +179,7 @@ func TestKubectlPlugin(t *testing.T) {
 			waitConverged(ctx, t, k, key, 3, 3*time.Minute)
 			cli := etcdClient(ctx, t, k, key)
 
-			out := p.must(ctx, t, "status", "plug")
-			leader := statusLeader(t, out, "plug", 3)
+			leader, out := statusLeader(ctx, t, p, "plug", 3)
 			for _, want := range []string{`^Certificates: +client +plug-client-tls +CN=root, expires `, `^Available +True +QuorumHealthy `,
 				`^Version: +desired ` + regexp.QuoteMeta(etcdVersion) + `, running `} {
 				if len(matching(out, want)) != 1 {
@@ -228,7 +246,7 @@ func TestKubectlPlugin(t *testing.T) {
 			if v := getValue(ctx, t, etcdClient(ctx, t, k, rkey), "plugin/greeting"); v != "hello" {
 				t.Fatalf("plugin/greeting is %q in the restored cluster, want hello", v)
 			}
-			statusLeader(t, p.must(ctx, t, "status", "plug-restored"), "plug-restored", 1)
+			statusLeader(ctx, t, p, "plug-restored", 1)
 
 			p.must(ctx, t, "suspend", "plug", "--wait", "--timeout", "5m")
 			waitFor(ctx, t, 2*time.Minute, "no etcd Pod of plug", func() (bool, error) {
@@ -244,7 +262,7 @@ func TestKubectlPlugin(t *testing.T) {
 			if v := getValue(ctx, t, etcdClient(ctx, t, k, key), "plugin/greeting"); v != "hello" {
 				t.Fatalf("plugin/greeting is %q after resume, want hello", v)
 			}
-			statusLeader(t, p.must(ctx, t, "status", "plug"), "plug", 3)
+			statusLeader(ctx, t, p, "plug", 3)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
