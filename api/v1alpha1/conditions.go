@@ -19,6 +19,7 @@ package v1alpha1
 //	| EtcdMember  | Registered   | controllers/cluster |
 //	| EtcdMember  | Ready        | controllers/member  |
 //	| EtcdMember  | VolumeRetained | controllers/member |
+//	| EtcdMember  | Serving      | controllers/member  |
 //	| EtcdBackup  | Complete     | controllers/backup  |
 //	| EtcdBackup  | Failed       | controllers/backup  |
 const (
@@ -51,6 +52,11 @@ const (
 	// member keeps it. The cluster controller releases the members of a
 	// deleted Retain cluster only then.
 	ConditionVolumeRetained = "VolumeRetained"
+	// ConditionServing is True while the member's Pod carries the label the
+	// client Service selects on (etcd.raftsman.io/serving=true), False
+	// while spec.drained takes it out. The cluster controller defragments
+	// a drained member only once this is False for its generation.
+	ConditionServing = "Serving"
 
 	// ConditionSuspended is True once every member's Pod may stop: no
 	// membership change runs and the final backup (if any) is complete. The
@@ -94,6 +100,7 @@ var Owners = map[string]map[string]string{
 		ConditionRegistered:     "cluster",
 		ConditionReady:          "member",
 		ConditionVolumeRetained: "member",
+		ConditionServing:        "member",
 	},
 	"EtcdBackup": {
 		ConditionComplete: "backup",
@@ -249,8 +256,17 @@ const (
 	// replaced and the alarm cleared (Degraded True).
 	ReasonCorrupt = "Corrupt"
 	// ReasonNoSpace: etcd raised a NOSPACE alarm: the database reached its
-	// quota and etcd takes no more writes (Degraded True).
+	// quota and etcd takes no more writes (Degraded True) until the
+	// operator compacted, defragmented and disarmed it.
 	ReasonNoSpace = "NoSpace"
+	// ReasonDefragmenting (Progressing True): members are defragmented one
+	// at a time (spec.maintenance.defrag, or a NOSPACE repair).
+	ReasonDefragmenting = "Defragmenting"
+	// ReasonInClientService (Serving True): the Pod is in the client Service.
+	ReasonInClientService = "InClientService"
+	// ReasonDrained (Serving False): spec.drained took the Pod out of the
+	// client Service.
+	ReasonDrained = "Drained"
 	// ReasonLearnerStuck: a learner did not start or catch up in time; it
 	// is removed and added again (Progressing True).
 	ReasonLearnerStuck = "LearnerStuck"

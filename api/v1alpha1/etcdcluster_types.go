@@ -12,6 +12,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.suspend) || !self.suspend || !has(self.storage) || !has(self.storage.medium) || self.storage.medium != 'Memory'",message="spec.suspend cannot be set on a cluster with spec.storage.medium Memory: its data lives only as long as its Pods; take a backup and delete the cluster instead"
 // +kubebuilder:validation:XValidation:rule="!self.version.matches('^3\\\\.[7-9]\\\\.') || !has(self.options.extraArgs) || self.options.extraArgs.all(k, !k.startsWith('experimental-'))",message="spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later: 3.7 removed them and would not start. Use the names 3.6 gave them (for example corrupt-check-time for experimental-corrupt-check-time)"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change: it only says how a new cluster starts"
+// +kubebuilder:validation:XValidation:rule="!has(self.options.quotaBackendBytes) || !has(self.storage.size) || quantity(string(self.storage.size)).asApproximateFloat() > double(self.options.quotaBackendBytes)",message="spec.options.quotaBackendBytes must be less than spec.storage.size (1Gi by default): the database would fill the volume before etcd raises its NOSPACE alarm, and the WAL and a defragmentation need room beside it. Leave it unset for the default (see the README, Maintenance)"
 type EtcdClusterSpec struct {
 	// Replicas is the number of etcd members. Odd numbers tolerate the most
 	// failures for their size; an even number is allowed and the status warns.
@@ -90,6 +91,51 @@ type EtcdClusterSpec struct {
 	// Recovery says what the operator does when etcd loses its quorum.
 	// +optional
 	Recovery RecoverySpec `json:"recovery,omitempty"`
+
+	// Maintenance says when the operator defragments the members.
+	// +kubebuilder:default={}
+	// +optional
+	Maintenance MaintenanceSpec `json:"maintenance,omitempty"`
+}
+
+// MaintenanceSpec is the upkeep the operator does on a running cluster.
+type MaintenanceSpec struct {
+	// Defrag says when members are defragmented.
+	// +kubebuilder:default={}
+	// +optional
+	Defrag DefragPolicy `json:"defrag,omitempty"`
+}
+
+// DefragPolicy says when a member's database file is defragmented, which
+// gives the free pages compaction left back to the file system. A member
+// is defragmented when the schedule fires, or when the free space in its
+// database file reaches both thresholds, whichever comes first. Members go
+// one at a time, each taken out of the client Service first; followers
+// first, the leader last after leadership moved away. A NOSPACE alarm is
+// repaired (compaction, defragmentation, disarm) even when this is
+// disabled.
+type DefragPolicy struct {
+	// Disabled turns scheduled and threshold defragmentation off.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+	// Schedule defragments every member when it fires, whatever its free
+	// space. Empty: the thresholds alone decide.
+	// +optional
+	Schedule CronSchedule `json:"schedule,omitempty"`
+	// MinFreePercent is the share of a member's database file that must be
+	// free before the thresholds defragment it (default 50).
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MinFreePercent *int32 `json:"minFreePercent,omitempty"`
+	// MinFreeBytes is how much of a member's database file must be free
+	// before the thresholds defragment it (default 64Mi), so that small
+	// databases are not defragmented for little gain.
+	// +kubebuilder:default="64Mi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).asInteger() >= 0",message="spec.maintenance.defrag.minFreeBytes must be a whole number of bytes like 64Mi, not negative"
+	// +optional
+	MinFreeBytes *resource.Quantity `json:"minFreeBytes,omitempty"`
 }
 
 // DeletionPolicy is what happens to the members' volumes when their cluster
@@ -122,6 +168,7 @@ const (
 type StorageSpec struct {
 	// Size of each member's volume (or tmpfs limit for Memory).
 	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -256,6 +303,16 @@ type ClusterMemberStatus struct {
 	// Leader is true for the raft leader.
 	// +optional
 	Leader bool `json:"leader,omitempty"`
+	// DBSize is the size of the member's database file in bytes, DBSizeInUse
+	// the part of it that holds data (the rest is free pages a
+	// defragmentation gives back), and Quota etcd's limit on DBSize
+	// (--quota-backend-bytes), as of the last health check.
+	// +optional
+	DBSize int64 `json:"dbSize,omitempty"`
+	// +optional
+	DBSizeInUse int64 `json:"dbSizeInUse,omitempty"`
+	// +optional
+	Quota int64 `json:"quota,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster.
@@ -329,6 +386,81 @@ type EtcdClusterStatus struct {
 	// CAs one at a time.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// Maintenance is the defragmentation under way, if any, and the last
+	// one of each member.
+	// +optional
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
+}
+
+// MaintenanceStatus is the state of the cluster's upkeep.
+type MaintenanceStatus struct {
+	// Defrag is the defragmentation under way, if any.
+	// +optional
+	Defrag *DefragRun `json:"defrag,omitempty"`
+	// LastScheduleTime is the scheduled time of the newest defragmentation
+	// spec.maintenance.defrag.schedule started.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// Members holds the last defragmentation of each member.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Members []MemberDefragStatus `json:"members,omitempty"`
+}
+
+// Why a defragmentation runs.
+const (
+	DefragForThreshold = "Threshold"
+	DefragForSchedule  = "Schedule"
+	DefragForNoSpace   = "NoSpace"
+)
+
+// Defragmentation phases of the member being defragmented.
+const (
+	// DefragDraining: the member is being taken out of the client Service.
+	DefragDraining = "Draining"
+	// DefragDefragmenting: the operator asked etcd to defragment it.
+	DefragDefragmenting = "Defragmenting"
+	// DefragRestoring: done; the member goes back into the client Service.
+	DefragRestoring = "Restoring"
+)
+
+// DefragRun is a defragmentation of some members, one at a time.
+type DefragRun struct {
+	// Reason is Threshold, Schedule or NoSpace.
+	Reason string `json:"reason"`
+	// Member is the member being defragmented now, in Phase.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Pending are the members still to defragment, in order.
+	// +optional
+	// +listType=atomic
+	Pending []string `json:"pending,omitempty"`
+	// Since is when the member's phase began.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// CompactedRevision is the revision a NOSPACE repair compacted to.
+	// +optional
+	CompactedRevision int64 `json:"compactedRevision,omitempty"`
+}
+
+// MemberDefragStatus is the last defragmentation of one member.
+type MemberDefragStatus struct {
+	Name string `json:"name"`
+	// Time the defragmentation finished.
+	Time metav1.Time `json:"time"`
+	// Reason is Threshold, Schedule or NoSpace.
+	Reason string `json:"reason"`
+	// SizeBefore and SizeAfter are the database file's size in bytes.
+	SizeBefore int64 `json:"sizeBefore"`
+	SizeAfter  int64 `json:"sizeAfter"`
+	// ReclaimedBytes is SizeBefore - SizeAfter.
+	ReclaimedBytes int64 `json:"reclaimedBytes"`
+	// DurationMillis is how long etcd took to defragment.
+	DurationMillis int64 `json:"durationMillis"`
 }
 
 // QuorumLossPolicy is what the operator does once etcd has lost its quorum.

@@ -80,6 +80,13 @@ type EtcdMemberSpec struct {
 	// +optional
 	ForceNewCluster bool `json:"forceNewCluster,omitempty"`
 
+	// Drained, set by the cluster controller while it defragments the
+	// member, takes the member's Pod out of the client Service (its label
+	// etcd.raftsman.io/serving turns "false"), so that new client
+	// connections go to the other members. It restarts nothing.
+	// +optional
+	Drained bool `json:"drained,omitempty"`
+
 	// AgentImage is the operator's image: an init container of each member
 	// Pod runs its binary to check, before etcd starts, that the data
 	// directory is this member's and is there if the member ran before.

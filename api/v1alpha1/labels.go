@@ -10,6 +10,10 @@ const (
 	ShardLabel = "etcd.raftsman.io/shard"
 	// MemberLabel names the EtcdMember a Pod or PVC belongs to.
 	MemberLabel = "etcd.raftsman.io/member"
+	// ServingLabel is "true" on a member Pod in the client Service and
+	// "false" while the member is drained (EtcdMember spec.drained); the
+	// client Service selects on it.
+	ServingLabel = "etcd.raftsman.io/serving"
 	// NameLabel and InstanceLabel are the well-known app labels.
 	NameLabel      = "app.kubernetes.io/name"
 	InstanceLabel  = "app.kubernetes.io/instance"

@@ -102,7 +102,7 @@ func cronRegex() string {
 func scheduleRegex(t *testing.T) string {
 	t.Helper()
 	s := schemaAt(t, readCRD(t, "etcdclusters"), "spec", "backup", "schedule")
-	lits := celStrings(t, ruleWith(t, s, "spec.backup.schedule must be a cron expression"))
+	lits := celStrings(t, ruleWith(t, s, "must be a cron expression"))
 	if len(lits) != 1 {
 		t.Fatalf("want one string in the schedule rule, found %q", lits)
 	}
@@ -112,7 +112,7 @@ func scheduleRegex(t *testing.T) string {
 func TestScheduleRegexIsGenerated(t *testing.T) {
 	t.Parallel()
 	if got, want := scheduleRegex(t), cronRegex(); got != want {
-		t.Errorf("the CRD's schedule regex is not cronRegex(): put this in the marker on ClusterBackupSpec.Schedule and run make manifests:\n%s", want)
+		t.Errorf("the CRD's schedule regex is not cronRegex(): put this in the marker on CronSchedule and run make manifests:\n%s", want)
 	}
 }
 

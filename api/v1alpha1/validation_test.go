@@ -65,8 +65,10 @@ const (
 	msgRenewBeforeFormat = "spec.tls.renewBefore must be a duration like 720h"
 	msgRetentionRevision = "spec.options.autoCompactionRetention must be a whole number of revisions"
 	msgRetentionPeriodic = "spec.options.autoCompactionRetention must be whole hours like 24"
-	msgSchedule          = "spec.backup.schedule must be a cron expression of 5 fields"
-	msgEveryMinimum      = "spec.backup.schedule @every must be at least 1m"
+	msgSchedule          = "must be a cron expression of 5 fields"
+	msgQuotaVolume       = "must be less than spec.storage.size"
+	msgMinFreeBytes      = "spec.maintenance.defrag.minFreeBytes must be a whole number of bytes"
+	msgEveryMinimum      = "@every must be at least 1m"
 	msgSecretName        = "name must name a Secret"
 	msgClaimName         = "spec.pvc.claimName must name a PersistentVolumeClaim"
 	msgIssuerName        = "issuerRef.name must name a cert-manager issuer"
@@ -235,6 +237,18 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "quorum loss after days", patch: `{"spec":{"recovery":{"quorumLossAfter":"1d"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter", msgQuorumLossAfter}},
 		{name: "quorum loss after a bare number", patch: `{"spec":{"recovery":{"quorumLossAfter":"300"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter", msgQuorumLossAfter}},
 		{name: "quorum loss after 10s", patch: `{"spec":{"recovery":{"quorumLossAfter":"10s"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter", msgQuorumLossAfter}},
+		// spec.options.quotaBackendBytes below the volume; spec.maintenance
+		{name: "quota below the volume", patch: `{"spec":{"storage":{"size":"1Gi"},"options":{"quotaBackendBytes":536870912}}}`},
+		{name: "quota at the volume size", patch: `{"spec":{"storage":{"size":"1Gi"},"options":{"quotaBackendBytes":1073741824}}}`, wantErr: []string{msgQuotaVolume}},
+		{name: "quota above the volume size", patch: `{"spec":{"options":{"quotaBackendBytes":8589934592}}}`, wantErr: []string{msgQuotaVolume}},
+		{name: "defrag schedule and thresholds", patch: `{"spec":{"maintenance":{"defrag":{"schedule":"0 3 * * sun","minFreePercent":30,"minFreeBytes":"10Mi"}}}}`},
+		{name: "defrag disabled", patch: `{"spec":{"maintenance":{"defrag":{"disabled":true}}}}`},
+		{name: "defrag schedule not cron", patch: `{"spec":{"maintenance":{"defrag":{"schedule":"weekly"}}}}`, wantErr: []string{"spec.maintenance.defrag.schedule", msgSchedule}},
+		{name: "defrag every 10s", patch: `{"spec":{"maintenance":{"defrag":{"schedule":"@every 10s"}}}}`, wantErr: []string{"spec.maintenance.defrag.schedule", msgEveryMinimum}},
+		{name: "defrag percent 0", patch: `{"spec":{"maintenance":{"defrag":{"minFreePercent":0}}}}`, wantErr: []string{"spec.maintenance.defrag.minFreePercent"}},
+		{name: "defrag percent 101", patch: `{"spec":{"maintenance":{"defrag":{"minFreePercent":101}}}}`, wantErr: []string{"spec.maintenance.defrag.minFreePercent"}},
+		{name: "defrag bytes fractional", patch: `{"spec":{"maintenance":{"defrag":{"minFreeBytes":"100m"}}}}`, wantErr: []string{msgMinFreeBytes}},
+		{name: "defrag bytes negative", patch: `{"spec":{"maintenance":{"defrag":{"minFreeBytes":"-1Mi"}}}}`, wantErr: []string{msgMinFreeBytes}},
 		{name: "quorum loss after out of Go's range", patch: `{"spec":{"recovery":{"quorumLossAfter":"99999999999h"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter"}},
 
 		// spec.suspend, spec.backup, spec.bootstrap

@@ -43,7 +43,7 @@ func (c backupCollector) Collect(ch chan<- prometheus.Metric) {
 		if cl.Spec.Backup == nil {
 			continue
 		}
-		if interval, ok := scheduleInterval(cl.Spec.Backup.Schedule, cl.CreationTimestamp.Time); ok {
+		if interval, ok := scheduleInterval(string(cl.Spec.Backup.Schedule), cl.CreationTimestamp.Time); ok {
 			ch <- prometheus.MustNewConstMetric(backupIntervalDesc, prometheus.GaugeValue, interval.Seconds(), cl.Namespace, cl.Name)
 		}
 	}

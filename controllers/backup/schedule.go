@@ -45,7 +45,7 @@ func (r *Reconciler) reconcileSchedule(ctx context.Context, s *scope) (ctrl.Resu
 	if c.Spec.Backup == nil {
 		return ctrl.Result{}, nil
 	}
-	sched, err := schedule.Parse(c.Spec.Backup.Schedule)
+	sched, err := schedule.Parse(string(c.Spec.Backup.Schedule))
 	if err != nil {
 		f.invalid = err
 		return ctrl.Result{}, nil

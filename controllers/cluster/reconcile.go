@@ -285,7 +285,7 @@ func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClust
 		ClientURL:           resources.ClientURL(c, name, d),
 		Resources:           c.Spec.Resources,
 		PodTemplate:         c.Spec.PodTemplate,
-		Options:             c.Spec.Options,
+		Options:             resources.MemberOptions(c),
 		TLS:                 memberTLS(c),
 		AgentImage:          r.Options.AgentImage,
 	}

@@ -874,21 +874,30 @@ func TestDowngradeCancelledWhenSpecGoesBack(t *testing.T) {
 
 // TestStorageSizeChange: a Memory member's tmpfs size is part of its Pod
 // and rolls like the rest; a PVC member's volume grows in place, with no
-// new Pod spec.
+// new Pod spec, unless the quota is the default, which grows with the
+// volume and rolls out.
 func TestStorageSizeChange(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
 		medium  etcdv1.StorageMedium
+		quota   *int64
 		rolling bool
 	}{
 		{name: "memory", medium: etcdv1.StorageMediumMemory, rolling: true},
-		{name: "volume", medium: etcdv1.StorageMediumDefault, rolling: false},
+		{name: "volume, default quota", medium: etcdv1.StorageMediumDefault, rolling: true},
+		{name: "volume, quota set", medium: etcdv1.StorageMediumDefault, quota: ptr.To(int64(100 << 20)), rolling: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newRollEnv(t, 3, "3.6.16", etcdv1.StorageSpec{Medium: tt.medium, Size: ptr.To(resource.MustParse("1Gi"))})
+			if tt.quota != nil {
+				e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Options.QuotaBackendBytes = tt.quota })
+				e.rollToEnd(12)
+				e.order, e.progressing = nil, nil
+			}
+			updated := len(e.eventsFor("MemberUpdated", ""))
 			hashes := map[string]string{}
 			for _, m := range e.members() {
 				hashes[m.Name] = resources.PodSpecHash(&m)
@@ -908,9 +917,16 @@ func TestStorageSizeChange(t *testing.T) {
 					t.Errorf("update order %v, want each member once", e.order)
 				}
 				e.checkRolledOut("3.6.16", etcdImage("3.6.16"), e.order)
+				if tt.quota == nil {
+					for _, m := range e.members() {
+						if q := m.Spec.Options.QuotaBackendBytes; q == nil || *q != resources.DefaultQuota(2<<30) {
+							t.Errorf("%s: quota %v, want the default for 2Gi, %d", m.Name, q, resources.DefaultQuota(2<<30))
+						}
+					}
+				}
 				return
 			}
-			if len(e.order) != 0 || len(e.eventsFor("MemberUpdated", "")) != 0 {
+			if len(e.order) != 0 || len(e.eventsFor("MemberUpdated", "")) != updated {
 				t.Errorf("a volume size change restarted %v", e.order)
 			}
 			if slices.ContainsFunc(e.progressing, func(c metav1.Condition) bool { return c.Reason == etcdv1.ReasonRollingUpdate }) {
