@@ -168,7 +168,6 @@ const (
 type StorageSpec struct {
 	// Size of each member's volume (or tmpfs limit for Memory).
 	// +kubebuilder:default="1Gi"
-	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 

@@ -34,8 +34,11 @@ type Status struct {
 	RaftAppliedIndex uint64
 	// Revision is the member's store revision.
 	Revision int64
-	DBSize   int64
-	Errors   []string
+	// DBSize is the size of the database file; DBSizeInUse the part of it
+	// that holds data (the rest are free pages a defragmentation gives back).
+	DBSize      int64
+	DBSizeInUse int64
+	Errors      []string
 	// StorageVersion is the version of the member's data format (etcd 3.6
 	// and later; empty before).
 	StorageVersion string
@@ -99,6 +102,12 @@ type Client interface {
 	Alarms(ctx context.Context) ([]Alarm, error)
 	// DisarmAlarm clears one alarm of one member.
 	DisarmAlarm(ctx context.Context, a Alarm) error
+	// Compact compacts the key-value history up to revision rev, keeping
+	// rev and later; a revision already compacted is not an error.
+	Compact(ctx context.Context, rev int64) error
+	// Defragment defragments the database of one member, at its client
+	// URL. The member serves no request meanwhile.
+	Defragment(ctx context.Context, endpoint string) error
 	// Downgrade calls etcd's downgrade API with a target version like
 	// 3.5.0 and returns the cluster version etcd answers with.
 	Downgrade(ctx context.Context, action DowngradeAction, version string) (string, error)

@@ -26,6 +26,11 @@ type Fake struct {
 	downgrade string
 	alarms    []Alarm
 
+	// compacted is the revision of the last compaction; defragmented
+	// lists the members defragmented, in order.
+	compacted    int64
+	defragmented []string
+
 	authEnabled  bool
 	rootPassword string
 	// creds are the credentials of the last Get of this cluster.
@@ -45,6 +50,8 @@ type fakeMember struct {
 	// storage, when set, is the data format the member reports instead of
 	// the one its version and an enabled downgrade make.
 	storage string
+	// dbSize and inUse are the database file's size and the part in use.
+	dbSize, inUse int64
 }
 
 var _ Client = (*Fake)(nil)
@@ -199,6 +206,60 @@ func (f *Fake) SetRaftIndex(name string, index uint64) {
 			m.index = index
 		}
 	}
+}
+
+// SetDBSize makes the named member report a database file of size bytes,
+// inUse of them holding data.
+func (f *Fake) SetDBSize(name string, size, inUse int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			m.dbSize, m.inUse = size, inUse
+		}
+	}
+}
+
+// Defragmented lists the members defragmented so far, in order.
+func (f *Fake) Defragmented() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.defragmented)
+}
+
+// Compacted is the revision of the last compaction (0 for none).
+func (f *Fake) Compacted() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.compacted
+}
+
+// Compact implements Client.
+func (f *Fake) Compact(_ context.Context, rev int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("Compact"); err != nil {
+		return err
+	}
+	f.compacted = max(f.compacted, rev)
+	return nil
+}
+
+// Defragment implements Client: the member's file shrinks to what is in use.
+func (f *Fake) Defragment(_ context.Context, endpoint string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("Defragment"); err != nil {
+		return err
+	}
+	for _, m := range f.members {
+		if slices.Contains(m.ClientURLs, endpoint) && m.healthy {
+			m.dbSize = m.inUse
+			f.defragmented = append(f.defragmented, m.Name)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrUnreachable, endpoint)
 }
 
 // SetStorageVersion makes the named member report version as its data
@@ -472,7 +533,8 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 			if index == 0 {
 				index = 1 << 20
 			}
-			st := Status{MemberID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftIndex: index, RaftAppliedIndex: index - min(m.lag, index), Revision: int64(index / 2)}
+			st := Status{MemberID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftIndex: index, RaftAppliedIndex: index - min(m.lag, index), Revision: int64(index / 2),
+				DBSize: m.dbSize, DBSizeInUse: m.inUse}
 			if minorOf(v) >= "3.6" {
 				// etcd 3.6 and later report their data format: their
 				// minor, or an enabled downgrade's target.

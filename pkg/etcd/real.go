@@ -182,6 +182,7 @@ func (c *realClient) Status(ctx context.Context, endpoint string) (Status, error
 		RaftAppliedIndex: resp.RaftAppliedIndex,
 		Revision:         resp.Header.Revision,
 		DBSize:           resp.DbSize,
+		DBSizeInUse:      resp.DbSizeInUse,
 		Errors:           resp.Errors,
 		StorageVersion:   resp.StorageVersion,
 	}
@@ -209,6 +210,19 @@ func (c *realClient) DisarmAlarm(ctx context.Context, a Alarm) error {
 		return fmt.Errorf("unknown alarm %q", a.Type)
 	}
 	_, err := c.cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)})
+	return mapError(err)
+}
+
+func (c *realClient) Compact(ctx context.Context, rev int64) error {
+	_, err := c.cli.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return nil
+	}
+	return mapError(err)
+}
+
+func (c *realClient) Defragment(ctx context.Context, endpoint string) error {
+	_, err := c.cli.Defragment(ctx, endpoint)
 	return mapError(err)
 }
 
