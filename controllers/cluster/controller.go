@@ -51,6 +51,13 @@ type Options struct {
 	// LearnerTimeout bounds how long a learner may take to start and catch
 	// up after it was added; then it is removed and added again.
 	LearnerTimeout time.Duration
+	// DefragTimeout bounds one member's defragmentation; a large
+	// database takes minutes.
+	DefragTimeout time.Duration
+	// DrainDelay is how long a member taken out of the client Service is
+	// left before it is defragmented, for the endpoints and the Service's
+	// proxies on every node to drop it.
+	DrainDelay time.Duration
 	// Workers is how many clusters are reconciled at once, so that one
 	// cluster whose etcd does not answer does not hold up the others.
 	Workers int
@@ -74,6 +81,8 @@ func DefaultOptions() Options {
 		StatusTimeout:  time.Second,
 		RolloutTimeout: 5 * time.Minute,
 		LearnerTimeout: 5 * time.Minute,
+		DefragTimeout:  10 * time.Minute,
+		DrainDelay:     3 * time.Second,
 		Workers:        8,
 	}
 }

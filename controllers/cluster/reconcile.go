@@ -128,8 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //  8. replace lost and corrupt members; 9. plan the version change (enable or cancel
 //     an etcd downgrade); 10. scale down; 11. scale up: create the
 //     EtcdMember, 12. add it as a learner, 13. promote it; 14. roll the
-//     spec out to the members one at a time (rollout.go); 15. come back
-//     for a health check.
+//     spec out to the members one at a time (rollout.go); 15. finish a
+//     quorum recovery; 16. defragment members and repair a NOSPACE alarm
+//     (maintenance.go); 17. come back for a health check.
 //
 // Scaling goes before the rollout: see rollout.go for why. A suspended
 // cluster runs 1-2 only: its Pods are stopped. While it is being
@@ -144,7 +145,7 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
 		r.bootstrap, r.observeEtcd, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
-		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.finishRecovery, r.healthCheckLater}
+		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.finishRecovery, r.maintain, r.healthCheckLater}
 }
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
@@ -203,7 +204,11 @@ func (r *Reconciler) createOwned(ctx context.Context, s *scope, obj client.Objec
 // ensureServices creates the peer and client Services and keeps their
 // selector and ports.
 func (r *Reconciler) ensureServices(ctx context.Context, s *scope) (ctrl.Result, error) {
-	for _, want := range []*corev1.Service{resources.PeerService(s.cluster), resources.ClientService(s.cluster)} {
+	servingOnly, err := r.podsLabelledServing(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, want := range []*corev1.Service{resources.PeerService(s.cluster), resources.ClientService(s.cluster, servingOnly)} {
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
 		switch {
@@ -221,6 +226,29 @@ func (r *Reconciler) ensureServices(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// podsLabelledServing says whether the client Service may select on the
+// serving label: it does already, or every member Pod carries the label.
+func (r *Reconciler) podsLabelledServing(ctx context.Context, s *scope) (bool, error) {
+	svc := &corev1.Service{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: resources.ClientServiceName(s.cluster.Name)}, svc)
+	if client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("get client service: %w", err)
+	}
+	if err == nil && svc.Spec.Selector[etcdv1.ServingLabel] == "true" {
+		return true, nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: s.cluster.Name}, client.HasLabels{etcdv1.MemberLabel}); err != nil {
+		return false, fmt.Errorf("list pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		if _, ok := p.Labels[etcdv1.ServingLabel]; !ok {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func servicesMatch(have, want *corev1.Service) bool {

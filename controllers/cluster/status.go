@@ -69,6 +69,15 @@ func setMembers(s *scope) {
 		}
 	}
 	last := lastVersions(c)
+	prev, quotas := map[string]etcdv1.ClusterMemberStatus{}, map[string]int64{}
+	for _, ms := range c.Status.Members {
+		prev[ms.Name] = ms
+	}
+	for _, m := range s.members {
+		if q := m.Spec.Options.QuotaBackendBytes; q != nil {
+			quotas[m.Name] = *q
+		}
+	}
 	members := make([]etcdv1.ClusterMemberStatus, 0, len(s.etcdList))
 	var versions []string
 	for _, em := range s.etcdList {
@@ -92,6 +101,7 @@ func setMembers(s *scope) {
 		if ms.Version != "" {
 			versions = append(versions, ms.Version)
 		}
+		setSizes(&ms, prev[name], st, healthy, quotas[name])
 		members = append(members, ms)
 	}
 	slices.SortFunc(members, func(a, b etcdv1.ClusterMemberStatus) int { return strings.Compare(a.Name, b.Name) })
@@ -101,6 +111,25 @@ func setMembers(s *scope) {
 	c.Status.ReadyReplicas = int32(healthy)
 	if len(versions) > 0 {
 		c.Status.Version = slices.MinFunc(versions, compareVersions)
+	}
+}
+
+// sizeStep is how far a database size must move before the status shows
+// the new one: sizes change with every write, and each status change is
+// an API write.
+const sizeStep = 1 << 20
+
+// setSizes fills a member's database sizes and quota: what it answered
+// now when that moved by sizeStep or more (or the status had none),
+// else what the status showed.
+func setSizes(ms *etcdv1.ClusterMemberStatus, prev etcdv1.ClusterMemberStatus, st etcd.Status, answered bool, quota int64) {
+	ms.DBSize, ms.DBSizeInUse, ms.Quota = prev.DBSize, prev.DBSizeInUse, quota
+	if !answered {
+		return
+	}
+	moved := func(a, b int64) bool { return a == 0 || max(a-b, b-a) >= sizeStep }
+	if moved(prev.DBSize, st.DBSize) || moved(prev.DBSizeInUse, st.DBSizeInUse) {
+		ms.DBSize, ms.DBSizeInUse = st.DBSize, st.DBSizeInUse
 	}
 }
 
@@ -213,7 +242,7 @@ func setDegraded(s *scope) {
 	case alarm(etcd.AlarmCorrupt) != "":
 		set(true, etcdv1.ReasonCorrupt, fmt.Sprintf("etcd raised a CORRUPT alarm for %s: its data differs from the others'; it is replaced and the alarm cleared, and etcd takes no writes until then", alarm(etcd.AlarmCorrupt)))
 	case alarm(etcd.AlarmNoSpace) != "":
-		set(true, etcdv1.ReasonNoSpace, fmt.Sprintf("etcd raised a NOSPACE alarm for %s: the database reached its quota (spec.options.quotaBackendBytes) and etcd takes no writes until it is compacted, defragmented and the alarm cleared", alarm(etcd.AlarmNoSpace)))
+		set(true, etcdv1.ReasonNoSpace, fmt.Sprintf("etcd raised a NOSPACE alarm for %s: the database reached its quota and etcd takes no writes; the operator compacts the history, defragments every member and clears the alarm (see status.maintenance). If it comes back, raise spec.storage.size (the default quota follows it) or spec.options.quotaBackendBytes", alarm(etcd.AlarmNoSpace)))
 	case s.stuck != "":
 		set(true, etcdv1.ReasonRolloutStuck, s.stuck)
 	case len(sick) > 0:

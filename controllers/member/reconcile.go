@@ -69,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	s := &scope{member: m, base: m.DeepCopy(), registered: kube.IsTrue(m.Status.Conditions, etcdv1.ConditionRegistered, m.Generation)}
 	defer func() {
 		setReadyCondition(s)
+		setServingCondition(s)
 		setVolumeRetainedCondition(s)
 		err := kube.PatchStatus(ctx, r.Client, s.base, m)
 		if apierrors.IsConflict(err) && retErr == nil {
@@ -89,8 +90,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// 1. observe the cluster, the PVC and the Pod; 2. create the PVC;
 	// 3. grow it to the spec's size; 4. stop the Pod of a suspended cluster;
 	// 5. delete a Pod that failed for good; 6. restart a Pod built from an
-	// older spec; 7. create the Pod.
-	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.replaceFailedPod, r.restartForSpec, r.ensurePod)
+	// older spec; 7. create the Pod; 8. keep its serving label (spec.drained).
+	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.replaceFailedPod, r.restartForSpec, r.ensurePod, r.syncServing)
 }
 
 func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -276,6 +277,27 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 	s.pod = pod
 	m.Status.PodName = pod.Name
 	objectsCreated.WithLabelValues("pod").Inc()
+	return ctrl.Result{}, nil
+}
+
+// syncServing keeps the Pod's serving label as spec.drained says: the
+// client Service selects on it, so a drained member gets no new client
+// connections. Labels change in place; nothing restarts.
+func (r *Reconciler) syncServing(ctx context.Context, s *scope) (ctrl.Result, error) {
+	p := s.pod
+	want := resources.ServingValue(s.member)
+	if p == nil || !p.DeletionTimestamp.IsZero() || p.Labels[etcdv1.ServingLabel] == want {
+		return ctrl.Result{}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Setting the Pod's serving label", "pod", p.Name, "serving", want)
+	patch := client.MergeFrom(p.DeepCopy())
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[etcdv1.ServingLabel] = want
+	if err := r.Patch(ctx, p, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("label pod %s serving=%s: %w", p.Name, want, err))
+	}
 	return ctrl.Result{}, nil
 }
 

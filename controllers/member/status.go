@@ -43,6 +43,27 @@ func setReadyCondition(s *scope) {
 	}
 }
 
+// setServingCondition says whether the member's Pod is in the client
+// Service: its serving label is "true". The cluster controller
+// defragments a drained member only once this is False.
+func setServingCondition(s *scope) {
+	m := s.member
+	set := func(ok bool, reason, msg string) {
+		kube.Set(&m.Status.Conditions, m.Generation, etcdv1.ConditionServing, ok, reason, msg)
+	}
+	p := s.pod
+	switch {
+	case p == nil || !p.DeletionTimestamp.IsZero():
+		set(false, etcdv1.ReasonPodNotReady, "The member has no running Pod")
+	case p.Labels[etcdv1.ServingLabel] == "false":
+		set(false, etcdv1.ReasonDrained, fmt.Sprintf("Pod %s is out of the client Service (spec.drained): the cluster controller is defragmenting the member", p.Name))
+	case m.Spec.Drained:
+		set(true, etcdv1.ReasonInClientService, fmt.Sprintf("Pod %s is still in the client Service; its serving label is being turned off", p.Name))
+	default:
+		set(true, etcdv1.ReasonInClientService, fmt.Sprintf("Pod %s is in the client Service when ready", p.Name))
+	}
+}
+
 // podFailing says what keeps the etcd container of p from running, when
 // the kubelet reports a state that lasts (an image it cannot pull, a
 // container that keeps exiting), or "" while it may still start.

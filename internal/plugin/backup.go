@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
 )
 
 type backupOptions struct {
@@ -130,7 +131,7 @@ func waitBackup(ctx context.Context, e *env, b *etcdv1.EtcdBackup, timeout time.
 		return failed
 	}
 	fmt.Fprintf(e.streams.Out, "etcdbackup %s Complete: %s, revision %d, sha256 %s, from %s (etcd %s)\n  %s\n",
-		b.Name, humanBytes(b.Status.Size), b.Status.Revision, b.Status.SHA256, b.Status.Member, b.Status.EtcdVersion, b.Status.URI)
+		b.Name, etcd.FormatBytes(b.Status.Size), b.Status.Revision, b.Status.SHA256, b.Status.Member, b.Status.EtcdVersion, b.Status.URI)
 	return nil
 }
 

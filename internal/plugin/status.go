@@ -358,7 +358,7 @@ func renderStatus(out io.Writer, r *statusReport) {
 		size, inUse, quota, term, index := "-", "-", "-", "-", "-"
 		version := m.version
 		if s := m.etcd; s != nil {
-			size, inUse, quota = humanBytes(s.DBSize), humanBytes(s.DBSizeInUse), humanBytes(r.quota(s))
+			size, inUse, quota = etcd.FormatBytes(s.DBSize), etcd.FormatBytes(s.DBSizeInUse), etcd.FormatBytes(r.quota(s))
 			term, index = fmt.Sprint(s.RaftTerm), fmt.Sprint(s.RaftIndex)
 			version = s.Version
 			for _, e := range s.Errors {
@@ -531,7 +531,7 @@ func backupState(b *etcdv1.EtcdBackup) string {
 	case done == nil:
 		return "not started"
 	case done.Status == metav1.ConditionTrue:
-		return fmt.Sprintf("Complete, %s, revision %d", humanBytes(b.Status.Size), b.Status.Revision)
+		return fmt.Sprintf("Complete, %s, revision %d", etcd.FormatBytes(b.Status.Size), b.Status.Revision)
 	}
 	return done.Reason
 }
@@ -565,20 +565,6 @@ func (r *statusReport) at(t time.Time) string {
 
 func (r *statusReport) ago(t time.Time) string {
 	return duration.HumanDuration(r.now.Sub(t)) + " ago"
-}
-
-// humanBytes writes a size in binary units, like etcdctl's table.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func orDash(s string) string {

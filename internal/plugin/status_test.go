@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
 )
 
 // TestStatus renders the status of sample in the situations an operator
@@ -228,8 +229,8 @@ func TestStatusConditionOrder(t *testing.T) {
 func TestHumanBytes(t *testing.T) {
 	t.Parallel()
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 2 << 30: "2.0 GiB", 8 << 40: "8.0 TiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %s, want %s", n, got, want)
+		if got := etcd.FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %s, want %s", n, got, want)
 		}
 	}
 }

@@ -154,6 +154,20 @@ type Factory interface {
 // FormatID writes a member or cluster ID the way etcdctl does.
 func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
 
+// FormatBytes writes a size in binary units like etcdctl's table: 12.5 MiB.
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
 // ParseID reads an ID written by FormatID.
 func ParseID(s string) (uint64, error) {
 	id, err := strconv.ParseUint(s, 16, 64)

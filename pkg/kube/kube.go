@@ -60,6 +60,16 @@ func IsTrue(conds []metav1.Condition, t string, generation int64) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
 }
 
+// Find is the condition of type t when it is for the object's current
+// generation, else nil (a stale condition counts as Unknown).
+func Find(conds []metav1.Condition, t string, generation int64) *metav1.Condition {
+	c := meta.FindStatusCondition(conds, t)
+	if c == nil || c.ObservedGeneration != generation {
+		return nil
+	}
+	return c
+}
+
 // Set sets a condition for the given generation.
 func Set(conds *[]metav1.Condition, generation int64, t string, status bool, reason, message string) {
 	s := metav1.ConditionFalse

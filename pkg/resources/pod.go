@@ -173,6 +173,12 @@ func corruptionChecks(version string, extra map[string]string) {
 	extra["feature-gates"] = gates
 }
 
+// ServingValue is the value of the member Pod's serving label: "false"
+// while the member is drained, so the client Service leaves it out.
+func ServingValue(m *etcdv1.EtcdMember) string {
+	return strconv.FormatBool(!m.Spec.Drained)
+}
+
 // MemberPod is the Pod of a member. Its name and hostname are the member's
 // name, so the member's DNS name under the peer Service never changes.
 // firstPod is true when the member never had a Pod before.
@@ -183,6 +189,7 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 		labels = map[string]string{}
 	}
 	maps.Copy(labels, MemberLabels(m))
+	labels[etcdv1.ServingLabel] = ServingValue(m)
 
 	probe := func(path string, period, failures int32) *corev1.Probe {
 		return &corev1.Probe{

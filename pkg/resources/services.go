@@ -34,12 +34,22 @@ func PeerService(c *etcdv1.EtcdCluster) *corev1.Service {
 }
 
 // ClientService load-balances clients over the ready members.
-func ClientService(c *etcdv1.EtcdCluster) *corev1.Service {
+//
+// With servingOnly, it selects only the Pods whose serving label is
+// "true", so that a drained member gets no new connections. The cluster
+// controller turns it on once every member Pod carries the label: Pods
+// made by an operator before the label existed get it from the member
+// controller, and until then the Service selects them all.
+func ClientService(c *etcdv1.EtcdCluster, servingOnly bool) *corev1.Service {
+	sel := ClusterLabels(c.Name)
+	if servingOnly {
+		sel[etcdv1.ServingLabel] = "true"
+	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: ClientServiceName(c.Name), Namespace: c.Namespace, Labels: ObjectLabels(c)},
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: ClusterLabels(c.Name),
+			Selector: sel,
 			Ports:    ports("client", "metrics"),
 		},
 	}

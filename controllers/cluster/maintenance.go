@@ -1,0 +1,364 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
+	"github.com/raftsman/raftsman/pkg/schedule"
+)
+
+// Defragmentation gives a member's free database pages back to the file
+// system. etcd serves no request on that member meanwhile, so each member
+// is first taken out of the client Service (EtcdMember spec.drained; the
+// member controller turns its Pod's serving label off and says so with
+// its Serving condition) and put back after. New client connections then
+// go to the other members; a connection already open to the member waits
+// for the defragmentation, as it would without the drain. A one-member
+// cluster is not drained: there is nowhere else to go.
+//
+// Members go one at a time, followers first; the leader last, after
+// leadership moved to a healthy follower. A run starts only while every
+// member is a healthy voter and no rollout, scaling or recovery runs; the
+// members it will defragment are stored in status.maintenance.defrag first,
+// and each phase of the current member before it is acted on, so a
+// restarted operator carries on where it was. Defragmenting twice is
+// harmless.
+//
+// A NOSPACE alarm starts a run whatever spec.maintenance.defrag says:
+// compact (keeping resources.NoSpaceKeepRevisions revisions, or the
+// revision-mode retention when it is larger), defragment every member,
+// then disarm the alarm.
+
+// maintain starts or carries on a defragmentation.
+func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.formed || s.suspending {
+		return ctrl.Result{}, nil
+	}
+	st := s.maintenance()
+	now := time.Now()
+	if st.Defrag == nil {
+		if !s.allHealthyVoters() || s.cluster.Status.Rollout != nil || recovering(s.cluster) {
+			return ctrl.Result{}, nil
+		}
+		run, scheduledAt, next := planDefrag(s, now)
+		if run == nil {
+			return untilNext(next, now, r.Options.HealthInterval), nil
+		}
+		if !scheduledAt.IsZero() {
+			st.LastScheduleTime = &metav1.Time{Time: scheduledAt}
+		}
+		run.Since = &metav1.Time{Time: now}
+		st.Defrag = run
+		ctrl.LoggerFrom(ctx).Info("Defragmenting members", "reason", run.Reason, "members", run.Pending)
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DefragStarted", "Defragment", "Defragmenting %s one at a time (%s)", strings.Join(run.Pending, ", "), defragWhy(run.Reason))
+		// The plan is stored (deferred status write) before any member is touched.
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	run := st.Defrag
+	s.progress, s.progressMsg = etcdv1.ReasonDefragmenting, defragProgress(run)
+	if run.Reason == etcdv1.DefragForNoSpace && run.CompactedRevision == 0 {
+		return r.compactForNoSpace(ctx, s, run)
+	}
+	if run.Member == "" {
+		if len(run.Pending) == 0 {
+			return r.finishDefrag(ctx, s, st)
+		}
+		run.Member, run.Phase, run.Pending = run.Pending[0], etcdv1.DefragDraining, run.Pending[1:]
+		run.Since = &metav1.Time{Time: now}
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	m := s.memberNamed(run.Member)
+	if m == nil {
+		// Removed meanwhile: nothing to defragment.
+		run.Member, run.Phase = "", ""
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	if !s.allHealthyVoters() {
+		s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForHealth, fmt.Sprintf("Defragmentation of %s waits for every member to be a healthy voter", m.Name)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	switch run.Phase {
+	case etcdv1.DefragDraining:
+		return r.drain(ctx, s, run, m, true)
+	case etcdv1.DefragDefragmenting:
+		return r.defragment(ctx, s, run, m)
+	default: // Restoring
+		return r.drain(ctx, s, run, m, false)
+	}
+}
+
+// planDefrag is the run the policy (or a NOSPACE alarm) asks for now, if
+// any, with the scheduled time it fulfils and the next scheduled time.
+func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, next time.Time) {
+	if s.hasAlarm(etcd.AlarmNoSpace) {
+		return &etcdv1.DefragRun{Reason: etcdv1.DefragForNoSpace, Pending: s.defragOrder(nil)}, time.Time{}, time.Time{}
+	}
+	p := s.cluster.Spec.Maintenance.Defrag
+	if p.Disabled {
+		return nil, time.Time{}, time.Time{}
+	}
+	if p.Schedule != "" {
+		// Refused at admission when it does not parse; a cluster stored
+		// before the rule is skipped here rather than stopping the rest.
+		if sched, err := schedule.Parse(string(p.Schedule)); err == nil {
+			var last time.Time
+			if t := s.maintenance().LastScheduleTime; t != nil {
+				last = t.Time
+			}
+			due, at, n := schedule.Decide(sched, s.cluster.CreationTimestamp.Time, last, now, 0)
+			next = n
+			if due {
+				return &etcdv1.DefragRun{Reason: etcdv1.DefragForSchedule, Pending: s.defragOrder(nil)}, at, next
+			}
+		}
+	}
+	if pending := s.defragOrder(func(st etcd.Status) bool { return overThresholds(p, st) }); len(pending) > 0 {
+		return &etcdv1.DefragRun{Reason: etcdv1.DefragForThreshold, Pending: pending}, time.Time{}, next
+	}
+	return nil, time.Time{}, next
+}
+
+// overThresholds says whether a member's free pages reach both of the
+// policy's thresholds.
+func overThresholds(p etcdv1.DefragPolicy, st etcd.Status) bool {
+	free := st.DBSize - st.DBSizeInUse
+	if st.DBSize <= 0 || st.DBSizeInUse <= 0 || free <= 0 {
+		return false
+	}
+	pct := int64(50)
+	if p.MinFreePercent != nil {
+		pct = int64(*p.MinFreePercent)
+	}
+	minBytes := int64(64 << 20)
+	if p.MinFreeBytes != nil {
+		minBytes = p.MinFreeBytes.Value()
+	}
+	return free*100 >= pct*st.DBSize && free >= minBytes
+}
+
+// defragOrder names the members to defragment (those ok accepts, every
+// one when ok is nil): followers by name, the leader last.
+func (s *scope) defragOrder(ok func(etcd.Status) bool) []string {
+	var followers []string
+	leader := ""
+	for _, m := range s.active() {
+		em, in := s.inEtcd(m)
+		st, healthy := s.health[em.ID]
+		if !in || !healthy || (ok != nil && !ok(st)) {
+			continue
+		}
+		if em.ID == s.leader {
+			leader = m.Name
+			continue
+		}
+		followers = append(followers, m.Name)
+	}
+	slices.Sort(followers)
+	if leader != "" {
+		followers = append(followers, leader)
+	}
+	return followers
+}
+
+// compactForNoSpace compacts the history, keeping the newest revisions, so
+// that the defragmentations after it have pages to give back.
+func (r *Reconciler) compactForNoSpace(ctx context.Context, s *scope, run *etcdv1.DefragRun) (ctrl.Result, error) {
+	var rev int64
+	for _, st := range s.health {
+		rev = max(rev, st.Revision)
+	}
+	keep := resources.NoSpaceKeepRevisions
+	o := resources.MemberOptions(s.cluster)
+	if o.AutoCompactionMode == "revision" {
+		var n int64
+		if _, err := fmt.Sscan(o.AutoCompactionRetention, &n); err == nil {
+			keep = max(keep, n)
+		}
+	}
+	to := rev - keep
+	if to > 0 {
+		ctrl.LoggerFrom(ctx).Info("Compacting for a NOSPACE alarm", "revision", to)
+		tctx, cancel := r.etcdCtx(ctx)
+		err := s.client.Compact(tctx, to)
+		cancel()
+		observe("compact", err)
+		if err != nil {
+			return r.notYet(s, err, etcdv1.ReasonDefragmenting, fmt.Sprintf("compact to revision %d", to))
+		}
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "Compacted", "Compact", "Compacted etcd's history to revision %d (keeping %d revisions) to repair the NOSPACE alarm", to, keep)
+	}
+	run.CompactedRevision = max(to, 1)
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// drain takes the member out of the client Service (out) or puts it back,
+// through its spec.drained, and waits for its Serving condition; a drained
+// member is then given DrainDelay for the endpoints and the Service's
+// proxies to drop it.
+func (r *Reconciler) drain(ctx context.Context, s *scope, run *etcdv1.DefragRun, m *etcdv1.EtcdMember, out bool) (ctrl.Result, error) {
+	if out && len(s.active()) == 1 {
+		run.Phase, run.Since = etcdv1.DefragDefragmenting, &metav1.Time{Time: time.Now()}
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	if m.Spec.Drained != out {
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Spec.Drained = out
+		if err := r.Patch(ctx, m, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("set spec.drained of %s to %t: %w", m.Name, out, err)
+		}
+		if base, ok := s.memberBases[m.Name]; ok {
+			base.ResourceVersion, base.Generation, base.Spec.Drained = m.ResourceVersion, m.Generation, out
+		}
+		// The member's Serving condition brings the next pass.
+		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+	}
+	c := kube.Find(m.Status.Conditions, etcdv1.ConditionServing, m.Generation)
+	if c == nil || (c.Status == metav1.ConditionTrue) == out {
+		s.waiting, s.waitingMsg = etcdv1.ReasonDefragmenting, fmt.Sprintf("Waiting for the member controller to take %s %s the client Service (its Serving condition)", m.Name, map[bool]string{true: "out of", false: "back into"}[out])
+		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+	}
+	if !out {
+		run.Member, run.Phase = "", ""
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	if wait := c.LastTransitionTime.Add(r.Options.DrainDelay).Sub(time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	run.Phase, run.Since = etcdv1.DefragDefragmenting, &metav1.Time{Time: time.Now()}
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// defragment moves leadership away from the member if it leads, then
+// defragments it and records what that gave back.
+func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.DefragRun, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+	em, _ := s.inEtcd(m)
+	if em.ID == s.leader && len(s.active()) > 1 {
+		if to, ok := s.successor(em.ID, nil); ok {
+			return r.moveLeader(ctx, s, m, to, etcdv1.ReasonDefragmenting, "defragment it")
+		}
+	}
+	before := s.health[em.ID]
+	log := ctrl.LoggerFrom(ctx)
+	log.Info("Defragmenting member", "member", m.Name, "reason", run.Reason, "dbSize", before.DBSize, "dbSizeInUse", before.DBSizeInUse)
+	tctx, cancel := context.WithTimeout(ctx, r.Options.DefragTimeout)
+	start := time.Now()
+	err := s.client.Defragment(tctx, m.Spec.ClientURL)
+	took := time.Since(start)
+	cancel()
+	observe("defragment", err)
+	if err != nil {
+		return r.notYet(s, err, etcdv1.ReasonDefragmenting, fmt.Sprintf("defragment %s", m.Name))
+	}
+	sctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
+	after, err := s.client.Status(sctx, m.Spec.ClientURL)
+	cancel()
+	if err != nil {
+		after = etcd.Status{DBSize: before.DBSize}
+	}
+	rec := etcdv1.MemberDefragStatus{Name: m.Name, Time: metav1.Now(), Reason: run.Reason, SizeBefore: before.DBSize, SizeAfter: after.DBSize,
+		ReclaimedBytes: max(before.DBSize-after.DBSize, 0), DurationMillis: took.Milliseconds()}
+	st := s.maintenance()
+	st.Members = slices.DeleteFunc(st.Members, func(x etcdv1.MemberDefragStatus) bool { return x.Name == m.Name })
+	st.Members = append(st.Members, rec)
+	slices.SortFunc(st.Members, func(a, b etcdv1.MemberDefragStatus) int { return strings.Compare(a.Name, b.Name) })
+	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberDefragmented", "Defragment", "Defragmented %s (%s) in %s: database %s -> %s",
+		m.Name, defragWhy(run.Reason), took.Round(time.Millisecond), etcd.FormatBytes(before.DBSize), etcd.FormatBytes(after.DBSize))
+	run.Phase, run.Since = etcdv1.DefragRestoring, &metav1.Time{Time: time.Now()}
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// finishDefrag ends the run; a NOSPACE run disarms the alarm, once every
+// member's database is below the quota again.
+func (r *Reconciler) finishDefrag(ctx context.Context, s *scope, st *etcdv1.MaintenanceStatus) (ctrl.Result, error) {
+	run := st.Defrag
+	if run.Reason == etcdv1.DefragForNoSpace {
+		for _, a := range s.alarms {
+			if a.Type != etcd.AlarmNoSpace {
+				continue
+			}
+			tctx, cancel := r.etcdCtx(ctx)
+			err := s.client.DisarmAlarm(tctx, a)
+			cancel()
+			observe("alarm_disarm", err)
+			if err != nil {
+				return r.notYet(s, err, etcdv1.ReasonDefragmenting, "clear the NOSPACE alarm")
+			}
+			r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "AlarmCleared", "AlarmDisarm", "Cleared the NOSPACE alarm of member %s after compacting to revision %d and defragmenting every member", etcd.FormatID(a.MemberID), run.CompactedRevision)
+		}
+		s.alarms = slices.DeleteFunc(s.alarms, func(a etcd.Alarm) bool { return a.Type == etcd.AlarmNoSpace })
+	}
+	ctrl.LoggerFrom(ctx).Info("Defragmentation done", "reason", run.Reason)
+	st.Defrag = nil
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// maintenance is status.maintenance, made when missing.
+func (s *scope) maintenance() *etcdv1.MaintenanceStatus {
+	if s.cluster.Status.Maintenance == nil {
+		s.cluster.Status.Maintenance = &etcdv1.MaintenanceStatus{}
+	}
+	return s.cluster.Status.Maintenance
+}
+
+// allHealthyVoters: every active member is a voter etcd knows and answered.
+func (s *scope) allHealthyVoters() bool {
+	for _, m := range s.active() {
+		em, ok := s.inEtcd(m)
+		if !ok || em.IsLearner || !s.healthy(em.ID) {
+			return false
+		}
+	}
+	return len(s.active()) == len(s.etcdList)
+}
+
+func (s *scope) hasAlarm(typ string) bool {
+	return s.alarmsKnown && slices.ContainsFunc(s.alarms, func(a etcd.Alarm) bool { return a.Type == typ })
+}
+
+// recovering: a quorum recovery has not finished.
+func recovering(c *etcdv1.EtcdCluster) bool {
+	return c.Status.Recovery != nil && c.Status.Recovery.Phase != etcdv1.RecoveryDone
+}
+
+// untilNext comes back at the next scheduled time when it is sooner than
+// the health check would.
+func untilNext(next, now time.Time, health time.Duration) ctrl.Result {
+	if next.IsZero() || next.Sub(now) >= health {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Second)}
+}
+
+func defragWhy(reason string) string {
+	switch reason {
+	case etcdv1.DefragForNoSpace:
+		return "repairing a NOSPACE alarm"
+	case etcdv1.DefragForSchedule:
+		return "on spec.maintenance.defrag.schedule"
+	default:
+		return "free space over spec.maintenance.defrag's thresholds"
+	}
+}
+
+func defragProgress(run *etcdv1.DefragRun) string {
+	msg := "Defragmenting members one at a time (" + defragWhy(run.Reason) + ")"
+	if run.Member != "" {
+		msg += fmt.Sprintf(": %s %s", strings.ToLower(run.Phase), run.Member)
+	}
+	if len(run.Pending) > 0 {
+		msg += "; next " + strings.Join(run.Pending, ", ")
+	}
+	return msg
+}
