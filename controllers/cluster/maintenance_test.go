@@ -1,0 +1,222 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+)
+
+func TestOverThresholds(t *testing.T) {
+	t.Parallel()
+	const mi = int64(1) << 20
+	tests := []struct {
+		name        string
+		policy      etcdv1.DefragPolicy
+		size, inUse int64
+		want        bool
+	}{
+		{name: "defaults: half free and 64Mi", size: 200 * mi, inUse: 100 * mi, want: true},
+		{name: "defaults: half free but small", size: 100 * mi, inUse: 50 * mi, want: false},
+		{name: "defaults: 64Mi free but under half", size: 300 * mi, inUse: 200 * mi, want: false},
+		{name: "lower thresholds", policy: etcdv1.DefragPolicy{MinFreePercent: ptr.To(int32(20)), MinFreeBytes: ptr.To(resource.MustParse("1Mi"))}, size: 10 * mi, inUse: 8 * mi, want: true},
+		{name: "nothing free", size: 10 * mi, inUse: 10 * mi, want: false},
+		{name: "sizes unknown (etcd before in-use reporting)", size: 10 * mi, inUse: 0, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := overThresholds(tt.policy, etcd.Status{DBSize: tt.size, DBSizeInUse: tt.inUse}); got != tt.want {
+				t.Errorf("overThresholds = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
+
+// maintEnv is a formed 3-member cluster; the test plays the member
+// controller's Serving condition (long enough ago that the drain delay has
+// passed).
+type maintEnv struct {
+	*rollEnv
+}
+
+func newMaintEnv(t *testing.T) *maintEnv {
+	t.Helper()
+	e := &maintEnv{newRollEnv(t, 3, "3.6.16", etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))})}
+	e.playServing()
+	return e
+}
+
+func (e *maintEnv) playServing() {
+	e.t.Helper()
+	for _, m := range e.members() {
+		st := metav1.ConditionTrue
+		if m.Spec.Drained {
+			st = metav1.ConditionFalse
+		}
+		if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionServing); c != nil && c.Status == st && c.ObservedGeneration == m.Generation {
+			continue
+		}
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionServing, Status: st, Reason: "Test",
+			ObservedGeneration: m.Generation, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))})
+		if err := e.c.Status().Update(context.Background(), &m); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// runMaintenance reconciles until no defragmentation runs, checking in
+// every pass that at most one member is drained and that a member is
+// defragmented only while drained.
+func (e *maintEnv) runMaintenance(limit int) (drainedWhileDefragmented []bool) {
+	e.t.Helper()
+	defragged := len(e.fake().Defragmented())
+	for range limit {
+		drained := map[string]bool{}
+		for _, m := range e.members() {
+			drained[m.Name] = m.Spec.Drained
+		}
+		e.mustReconcile()
+		e.evs = append(e.evs, e.events()...)
+		if d := e.fake().Defragmented(); len(d) > defragged {
+			drainedWhileDefragmented = append(drainedWhileDefragmented, drained[d[len(d)-1]])
+			defragged = len(d)
+		}
+		n := 0
+		for _, m := range e.members() {
+			if m.Spec.Drained {
+				n++
+			}
+		}
+		if n > 1 {
+			e.t.Fatalf("%d members drained at once", n)
+		}
+		e.playServing()
+		if c := e.cluster(); c.Status.Maintenance == nil || c.Status.Maintenance.Defrag == nil {
+			if len(e.fake().Defragmented()) > 0 || limit == 1 {
+				return drainedWhileDefragmented
+			}
+		}
+	}
+	e.t.Fatalf("defragmentation not done after %d passes: %+v", limit, e.cluster().Status.Maintenance)
+	return nil
+}
+
+func (e *maintEnv) leaderName() string {
+	for _, m := range e.fake().Members() {
+		if m.ID == e.fake().Leader() {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// TestNoSpaceRepaired: a NOSPACE alarm is repaired whatever the policy
+// says: compaction keeping 1000 revisions, every member defragmented while
+// out of the client Service, followers first and the leader last after
+// leadership moved away, then the alarm disarmed.
+func TestNoSpaceRepaired(t *testing.T) {
+	t.Parallel()
+	e := newMaintEnv(t)
+	e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Maintenance.Defrag.Disabled = true })
+	leader := e.leaderName()
+	for _, m := range e.members() {
+		e.fake().SetDBSize(m.Name, 40<<20, 10<<20)
+	}
+	e.fake().RaiseAlarm(leader, etcd.AlarmNoSpace)
+	e.mustReconcile()
+	if d := condition(e.cluster().Status.Conditions, etcdv1.ConditionDegraded); d.Reason != etcdv1.ReasonNoSpace {
+		t.Errorf("Degraded = %+v, want reason NoSpace", d)
+	}
+	drained := e.runMaintenance(60)
+	order := e.fake().Defragmented()
+	if len(order) != 3 || order[2] != leader || !slices.IsSorted(order[:2]) {
+		t.Errorf("defragmented %v, want the followers by name, then the leader %s", order, leader)
+	}
+	if slices.Contains(drained, false) {
+		t.Errorf("a member was defragmented while in the client Service: %v", drained)
+	}
+	if e.leaderName() == leader {
+		t.Errorf("leadership stayed with %s through its defragmentation", leader)
+	}
+	if got, want := e.fake().Compacted(), int64(1<<20)/2-1000; got != want {
+		t.Errorf("compacted to %d, want the revision minus 1000, %d", got, want)
+	}
+	if a, _ := e.fake().Alarms(context.Background()); len(a) != 0 {
+		t.Errorf("alarms %v after the repair", a)
+	}
+	c := e.cluster()
+	if len(c.Status.Maintenance.Members) != 3 {
+		t.Fatalf("status.maintenance.members = %+v, want 3", c.Status.Maintenance.Members)
+	}
+	for _, ms := range c.Status.Maintenance.Members {
+		if ms.Reason != etcdv1.DefragForNoSpace || ms.SizeBefore != 40<<20 || ms.SizeAfter != 10<<20 || ms.ReclaimedBytes != 30<<20 {
+			t.Errorf("status.maintenance.members has %+v, want NoSpace 40Mi -> 10Mi", ms)
+		}
+	}
+	for _, m := range e.members() {
+		if m.Spec.Drained {
+			t.Errorf("%s still drained", m.Name)
+		}
+	}
+	e.mustReconcile()
+	if d := condition(e.cluster().Status.Conditions, etcdv1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v after the repair", d)
+	}
+	for _, want := range []string{"DefragStarted", "Compacted", "MemberDefragmented", "AlarmCleared"} {
+		if !slices.ContainsFunc(e.evs, func(ev string) bool { return strings.Contains(ev, want) }) {
+			t.Errorf("no %s event in %q", want, e.evs)
+		}
+	}
+}
+
+// TestDefragPolicy: the thresholds pick the members whose free pages reach
+// both; a disabled policy defragments nothing.
+func TestDefragPolicy(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		disabled bool
+		want     int
+	}{
+		{name: "thresholds", want: 2},
+		{name: "disabled", disabled: true, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newMaintEnv(t)
+			e.setSpec(func(s *etcdv1.EtcdClusterSpec) {
+				s.Maintenance.Defrag = etcdv1.DefragPolicy{Disabled: tt.disabled, MinFreePercent: ptr.To(int32(30)), MinFreeBytes: ptr.To(resource.MustParse("5Mi"))}
+			})
+			ms := e.members()
+			e.fake().SetDBSize(ms[0].Name, 20<<20, 10<<20) // 10Mi, 50%: over
+			e.fake().SetDBSize(ms[1].Name, 20<<20, 18<<20) // 2Mi: under
+			e.fake().SetDBSize(ms[2].Name, 40<<20, 20<<20) // 20Mi, 50%: over
+			if tt.want == 0 {
+				e.runMaintenance(1)
+				e.runMaintenance(1)
+			} else {
+				e.runMaintenance(60)
+			}
+			got := e.fake().Defragmented()
+			if len(got) != tt.want || slices.Contains(got, ms[1].Name) {
+				t.Errorf("defragmented %v, want %d members, not %s", got, tt.want, ms[1].Name)
+			}
+			for _, r := range e.cluster().Status.Maintenance.Members {
+				if r.Reason != etcdv1.DefragForThreshold {
+					t.Errorf("status.maintenance.members has %+v, want reason Threshold", r)
+				}
+			}
+		})
+	}
+}
