@@ -33,6 +33,7 @@ func TestEnvMemberController(t *testing.T) {
 		"MemoryMedium":                        testMemoryMedium,
 		"RetainReleasesThePVC":                testRetainVolume,
 		"RetainMemoryHasNoVolume":             testRetainMemory,
+		"DrainedLeavesTheClientService":       testDrained,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -118,6 +119,48 @@ func testStaleRegistration(t *testing.T, c client.Client) {
 
 	setRegistered(t, c, m, m.Generation)
 	waitPod(t, c, m, "")
+}
+
+// testDrained: spec.drained turns the Pod's serving label (which the
+// client Service selects on) to "false" in place, with the Serving
+// condition False for the member's generation, and back; the Pod is the
+// same one throughout.
+func testDrained(t *testing.T, c client.Client) {
+	m := newMember(t, c, newNamespace(t, c), "demo-a", nil)
+	setRegistered(t, c, m, m.Generation)
+	pod := waitPod(t, c, m, "")
+	if pod.Labels[etcdv1.ServingLabel] != "true" {
+		t.Fatalf("a new Pod's labels %v, want %s=true", pod.Labels, etcdv1.ServingLabel)
+	}
+	for _, drained := range []bool{true, false} {
+		var cur *etcdv1.EtcdMember
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur = getMember(t, c, m)
+			cur.Spec.Drained = drained
+			return c.Update(t.Context(), cur)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		setRegistered(t, c, cur, cur.Generation)
+		eventually(t, fmt.Sprintf("serving label and condition for drained=%t", drained), func() error {
+			got := &corev1.Pod{}
+			if err := c.Get(t.Context(), key(m.Namespace, pod.Name), got); err != nil {
+				return err
+			}
+			if got.UID != pod.UID {
+				return fmt.Errorf("the Pod was replaced")
+			}
+			if want := fmt.Sprint(!drained); got.Labels[etcdv1.ServingLabel] != want {
+				return fmt.Errorf("label %s=%q, want %q", etcdv1.ServingLabel, got.Labels[etcdv1.ServingLabel], want)
+			}
+			mm := getMember(t, c, m)
+			cond := meta.FindStatusCondition(mm.Status.Conditions, etcdv1.ConditionServing)
+			if cond == nil || cond.ObservedGeneration != mm.Generation || (cond.Status == metav1.ConditionTrue) == drained {
+				return fmt.Errorf("Serving = %+v for generation %d", cond, mm.Generation)
+			}
+			return nil
+		})
+	}
 }
 
 // testRegisteredMemberGetsPod: once Registered, the member gets its Pod; only
