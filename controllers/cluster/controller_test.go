@@ -137,8 +137,9 @@ func testBootstrap(t *testing.T, e *env) {
 	switch {
 	case svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.PublishNotReadyAddresses:
 		t.Errorf("client Service must balance over ready members only: %+v", svc.Spec)
-	case !labels.Equals(svc.Spec.Selector, resources.ClusterLabels(clusterName)):
-		t.Errorf("client Service selector = %v", svc.Spec.Selector)
+	case !labels.Equals(svc.Spec.Selector, resources.ClientService(cl, true).Spec.Selector) || svc.Spec.Selector[etcdv1.ServingLabel] != "true":
+		// A new cluster has no Pod without the serving label.
+		t.Errorf("client Service selector = %v, want the cluster's labels and %s=true", svc.Spec.Selector, etcdv1.ServingLabel)
 	case !hasPorts(svc, etcdv1.ClientPort):
 		t.Errorf("client Service ports = %v", svc.Spec.Ports)
 	case !metav1.IsControlledBy(svc, cl):

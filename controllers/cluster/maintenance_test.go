@@ -7,13 +7,17 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/resources"
 )
 
 func TestOverThresholds(t *testing.T) {
@@ -218,5 +222,49 @@ func TestDefragPolicy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClientServiceSelectsServingOnceEveryPodIsLabelled: the client
+// Service selects on the serving label only once every member Pod carries
+// it (Pods made before the label existed get it from the member
+// controller), and keeps selecting on it after.
+func TestClientServiceSelectsServingOnceEveryPodIsLabelled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1, interceptor.Funcs{})
+	old := resources.ClientService(e.cluster(), false)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "demo-a", Namespace: "ns",
+		Labels: map[string]string{etcdv1.ClusterLabel: "demo", etcdv1.MemberLabel: "demo-a"}}}
+	for _, o := range []client.Object{old, pod} {
+		if err := e.c.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	selector := func() map[string]string {
+		svc := &corev1.Service{}
+		if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(old), svc); err != nil {
+			t.Fatal(err)
+		}
+		return svc.Spec.Selector
+	}
+	e.mustReconcile()
+	if _, ok := selector()[etcdv1.ServingLabel]; ok {
+		t.Fatalf("selector %v selects on %s while a Pod lacks it", selector(), etcdv1.ServingLabel)
+	}
+	pod.Labels[etcdv1.ServingLabel] = "true"
+	if err := e.c.Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	e.mustReconcile()
+	if selector()[etcdv1.ServingLabel] != "true" {
+		t.Fatalf("selector %v, want %s=true once every Pod has it", selector(), etcdv1.ServingLabel)
+	}
+	delete(pod.Labels, etcdv1.ServingLabel)
+	if err := e.c.Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	e.mustReconcile()
+	if selector()[etcdv1.ServingLabel] != "true" {
+		t.Errorf("selector %v went back", selector())
 	}
 }
