@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -56,47 +57,91 @@ var (
 	clusterVotersDesc = prometheus.NewDesc("raftsman_etcdcluster_voters",
 		"Voting members of an EtcdCluster; a quorum is voters/2+1 of them.", []string{"namespace", "name"}, nil)
 	memberDBSizeDesc = prometheus.NewDesc("raftsman_etcdmember_db_size_bytes",
-		"Size of an etcd member's database (etcd's dbSize) at the operator's last health check; absent while the cluster does not answer.", []string{"namespace", "cluster", "member"}, nil)
+		"Size of an etcd member's database (etcd's dbSize) at the operator's last health check; absent while the cluster does not answer.", memberDBLabels, nil)
+	memberDBSizeInUseDesc = prometheus.NewDesc("raftsman_etcdmember_db_size_in_use_bytes",
+		"Part of an etcd member's database that holds data (etcd's dbSizeInUse) at the operator's last health check; the rest is free pages a defragmentation gives back. Absent while the cluster does not answer.", memberDBLabels, nil)
+	memberDBQuotaDesc = prometheus.NewDesc("raftsman_etcdmember_db_quota_bytes",
+		"Backend quota of an etcd member (--quota-backend-bytes of its EtcdMember's spec): etcd raises a NOSPACE alarm and takes no writes once the database size reaches it. Reported with the member's database size.", memberDBLabels, nil)
+	memberLastDefragDesc = prometheus.NewDesc("raftsman_etcdmember_last_defrag_timestamp_seconds",
+		"Unix time the last defragmentation of an etcd member finished, by why it ran (Threshold, Schedule, NoSpace).", memberDefragLabels, nil)
+	memberDefragReclaimedDesc = prometheus.NewDesc("raftsman_etcdmember_last_defrag_reclaimed_bytes",
+		"Bytes the last defragmentation of an etcd member gave back to the file system (database size before minus after), by why it ran (Threshold, Schedule, NoSpace).", memberDefragLabels, nil)
+	clusterAlarmDesc = prometheus.NewDesc("raftsman_etcdcluster_alarm",
+		"1 for each alarm etcd has raised (type NOSPACE or CORRUPT) and the member it is about, as in the EtcdCluster's status.alarms; no series while there is none.", []string{"namespace", "name", "member", "type"}, nil)
 )
+
+// Labels of the member series: those of the health check call the cluster
+// "cluster", as the size always has; those read from the cluster's status
+// call it "name", as the cluster gauges do.
+var (
+	memberDBLabels     = []string{"namespace", "cluster", "member"}
+	memberDefragLabels = []string{"namespace", "name", "member", "reason"}
+)
+
+// etcdDefaultQuota is the quota etcd applies for --quota-backend-bytes=0.
+const etcdDefaultQuota = int64(2) << 30
 
 // dbSizeTTL is how long a database size stays reported after the health
 // check that measured it.
 const dbSizeTTL = 5 * time.Minute
 
-// dbSizes holds each cluster's member database sizes from its last health
-// check, by "namespace/name". They live in memory only: sizes change all
-// the time, and writing them to the status would cost an API write per
-// cluster and health check.
+// dbSizes holds each cluster's member database sizes and quotas from its
+// last health check, by "namespace/name". They live in memory only: sizes
+// change all the time, and writing them to the status would cost an API
+// write per cluster and health check.
 var dbSizes sync.Map
 
 type dbSizeRecord struct {
-	at    time.Time
-	sizes map[string]int64
+	at      time.Time
+	members map[string]memberDB
 }
 
-// recordDBSizes keeps the sizes the members reported in this pass.
+// memberDB is what one member's health check said of its database, with
+// the quota its EtcdMember runs with (0: none known yet, not reported).
+type memberDB struct {
+	size, inUse, quota int64
+}
+
+// recordDBSizes keeps the sizes the members reported in this pass, and the
+// quota of each from its spec. The quota is recorded with the sizes so that
+// the ratio the alerts compute has both sides or neither.
 func recordDBSizes(s *scope) {
-	sizes := map[string]int64{}
+	members := map[string]memberDB{}
 	for _, m := range s.members {
 		if em, ok := s.inEtcd(m); ok {
 			if st, ok := s.health[em.ID]; ok {
-				sizes[m.Name] = st.DBSize
+				members[m.Name] = memberDB{size: st.DBSize, inUse: st.DBSizeInUse, quota: quotaOf(m)}
 			}
 		}
 	}
 	key := s.cluster.Namespace + "/" + s.cluster.Name
-	if len(sizes) == 0 {
+	if len(members) == 0 {
 		dbSizes.Delete(key)
 		return
 	}
-	dbSizes.Store(key, dbSizeRecord{at: time.Now(), sizes: sizes})
+	dbSizes.Store(key, dbSizeRecord{at: time.Now(), members: members})
+}
+
+// quotaOf is the quota a member's etcd enforces: its spec's, which the
+// cluster controller always fills, and etcd's own default for 0. It is 0
+// for a member whose spec has none yet (written before quotas were).
+func quotaOf(m *etcdv1.EtcdMember) int64 {
+	q := m.Spec.Options.QuotaBackendBytes
+	switch {
+	case q == nil:
+		return 0
+	case *q == 0:
+		return etcdDefaultQuota
+	}
+	return *q
 }
 
 // clusterCollector reports every EtcdCluster the cache holds.
 type clusterCollector struct{ reader client.Reader }
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc, clusterVotersDesc, memberDBSizeDesc} {
+	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc, clusterVotersDesc,
+		memberDBSizeDesc, memberDBSizeInUseDesc, memberDBQuotaDesc, memberLastDefragDesc, memberDefragReclaimedDesc, clusterAlarmDesc} {
 		ch <- d
 	}
 }
@@ -131,14 +176,71 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(clusterLearnersDesc, float64(learners))
 		gauge(clusterHealthyDesc, float64(healthy))
 		gauge(clusterVotersDesc, float64(voters))
-		// Only clusters in this replica's caches: a deleted cluster, or one
-		// whose shard moved away, has no series here.
-		if v, ok := dbSizes.Load(ec.Namespace + "/" + ec.Name); ok {
-			if rec := v.(dbSizeRecord); time.Since(rec.at) < dbSizeTTL {
-				for member, size := range rec.sizes {
-					ch <- prometheus.MustNewConstMetric(memberDBSizeDesc, prometheus.GaugeValue, float64(size), ec.Namespace, ec.Name, member)
-				}
-			}
+		collectDBSizes(ch, ec)
+		collectMaintenance(ch, ec)
+		collectAlarms(ch, ec)
+	}
+}
+
+// collectDBSizes reports the sizes of the cluster's last health check.
+// Only clusters in this replica's caches: a deleted cluster, or one whose
+// shard moved away, has no series here.
+func collectDBSizes(ch chan<- prometheus.Metric, ec *etcdv1.EtcdCluster) {
+	v, ok := dbSizes.Load(ec.Namespace + "/" + ec.Name)
+	if !ok {
+		return
+	}
+	rec := v.(dbSizeRecord)
+	if time.Since(rec.at) >= dbSizeTTL {
+		return
+	}
+	for member, db := range rec.members {
+		gauge := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), ec.Namespace, ec.Name, member)
 		}
+		gauge(memberDBSizeDesc, db.size)
+		gauge(memberDBSizeInUseDesc, db.inUse)
+		if db.quota > 0 {
+			gauge(memberDBQuotaDesc, db.quota)
+		}
+	}
+}
+
+// collectMaintenance reports the last defragmentation of each current
+// member. The labels stay bounded: status.maintenance keeps the entries of
+// members long removed, which are left out, and the reason is one of the
+// three the operator writes.
+func collectMaintenance(ch chan<- prometheus.Metric, ec *etcdv1.EtcdCluster) {
+	if ec.Status.Maintenance == nil {
+		return
+	}
+	current := map[string]bool{}
+	for _, m := range ec.Status.Members {
+		current[m.Name] = true
+	}
+	seen := map[string]bool{}
+	for _, d := range ec.Status.Maintenance.Members {
+		// A duplicate series would fail the whole scrape.
+		if d.Time.IsZero() || !current[d.Name] || seen[d.Name] {
+			continue
+		}
+		seen[d.Name] = true
+		ch <- prometheus.MustNewConstMetric(memberLastDefragDesc, prometheus.GaugeValue, float64(d.Time.Unix()), ec.Namespace, ec.Name, d.Name, d.Reason)
+		ch <- prometheus.MustNewConstMetric(memberDefragReclaimedDesc, prometheus.GaugeValue, float64(d.ReclaimedBytes), ec.Namespace, ec.Name, d.Name, d.Reason)
+	}
+}
+
+// collectAlarms reports etcd's alarms as the status lists them: the member
+// by name, or by etcd member ID when it has no EtcdMember (as the Degraded
+// message names it); the type is etcd's (NOSPACE, CORRUPT).
+func collectAlarms(ch chan<- prometheus.Metric, ec *etcdv1.EtcdCluster) {
+	seen := map[[2]string]bool{}
+	for _, a := range ec.Status.Alarms {
+		key := [2]string{cmp.Or(a.Member, a.MemberID), a.Type}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		ch <- prometheus.MustNewConstMetric(clusterAlarmDesc, prometheus.GaugeValue, 1, ec.Namespace, ec.Name, key[0], key[1])
 	}
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
 )
 
 func TestClusterCollector(t *testing.T) {
@@ -65,14 +68,18 @@ raftsman_etcdcluster_voters{name="demo",namespace="collector-ns"} 2
 	}
 }
 
-func TestMemberDBSizeSeries(t *testing.T) {
+func TestMetricsMemberDBSeries(t *testing.T) {
 	t.Parallel()
 	fresh := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "sized", Namespace: "dbsize"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}}
 	stale := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: "dbsize"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}}
-	dbSizes.Store("dbsize/sized", dbSizeRecord{at: time.Now(), sizes: map[string]int64{"sized-a": 20480, "sized-b": 24576}})
-	dbSizes.Store("dbsize/stale", dbSizeRecord{at: time.Now().Add(-2 * dbSizeTTL), sizes: map[string]int64{"stale-a": 1}})
+	dbSizes.Store("dbsize/sized", dbSizeRecord{at: time.Now(), members: map[string]memberDB{
+		"sized-a": {size: 20480, inUse: 16384, quota: 1 << 20},
+		// A member whose spec has no quota yet: sizes only.
+		"sized-b": {size: 24576, inUse: 8192},
+	}})
+	dbSizes.Store("dbsize/stale", dbSizeRecord{at: time.Now().Add(-2 * dbSizeTTL), members: map[string]memberDB{"stale-a": {size: 1, inUse: 1, quota: 1}}})
 	// A cluster this replica does not cache (deleted, or another shard's).
-	dbSizes.Store("dbsize/elsewhere", dbSizeRecord{at: time.Now(), sizes: map[string]int64{"elsewhere-a": 1}})
+	dbSizes.Store("dbsize/elsewhere", dbSizeRecord{at: time.Now(), members: map[string]memberDB{"elsewhere-a": {size: 1, inUse: 1, quota: 1}}})
 	t.Cleanup(func() {
 		for _, k := range []string{"dbsize/sized", "dbsize/stale", "dbsize/elsewhere"} {
 			dbSizes.Delete(k)
@@ -84,8 +91,168 @@ func TestMemberDBSizeSeries(t *testing.T) {
 # TYPE raftsman_etcdmember_db_size_bytes gauge
 raftsman_etcdmember_db_size_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 20480
 raftsman_etcdmember_db_size_bytes{cluster="sized",member="sized-b",namespace="dbsize"} 24576
+# HELP raftsman_etcdmember_db_size_in_use_bytes Part of an etcd member's database that holds data (etcd's dbSizeInUse) at the operator's last health check; the rest is free pages a defragmentation gives back. Absent while the cluster does not answer.
+# TYPE raftsman_etcdmember_db_size_in_use_bytes gauge
+raftsman_etcdmember_db_size_in_use_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 16384
+raftsman_etcdmember_db_size_in_use_bytes{cluster="sized",member="sized-b",namespace="dbsize"} 8192
+# HELP raftsman_etcdmember_db_quota_bytes Backend quota of an etcd member (--quota-backend-bytes of its EtcdMember's spec): etcd raises a NOSPACE alarm and takes no writes once the database size reaches it. Reported with the member's database size.
+# TYPE raftsman_etcdmember_db_quota_bytes gauge
+raftsman_etcdmember_db_quota_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 1.048576e+06
 `
-	if err := testutil.CollectAndCompare(clusterCollector{reader: c}, strings.NewReader(want), "raftsman_etcdmember_db_size_bytes"); err != nil {
+	names := []string{"raftsman_etcdmember_db_size_bytes", "raftsman_etcdmember_db_size_in_use_bytes", "raftsman_etcdmember_db_quota_bytes"}
+	if err := testutil.CollectAndCompare(clusterCollector{reader: c}, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestMetricsRecordDBSizes checks what a health check keeps: the members etcd
+// lists that answered, each with its sizes and the quota of its spec.
+func TestMetricsRecordDBSizes(t *testing.T) {
+	t.Parallel()
+	member := func(name string, quota *int64) *etcdv1.EtcdMember {
+		return &etcdv1.EtcdMember{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "record"},
+			Spec:       etcdv1.EtcdMemberSpec{PeerURL: "https://" + name + ":2380", Options: etcdv1.EtcdOptions{QuotaBackendBytes: quota}},
+		}
+	}
+	listed := func(id uint64, name string) etcd.Member {
+		return etcd.Member{ID: id, Name: name, PeerURLs: []string{"https://" + name + ":2380"}}
+	}
+	tests := []struct {
+		name    string
+		members []*etcdv1.EtcdMember
+		list    []etcd.Member
+		health  map[uint64]etcd.Status
+		want    map[string]memberDB // nil: no record
+	}{{
+		name:    "quota from the spec",
+		members: []*etcdv1.EtcdMember{member("q-a", ptr.To[int64](512<<20))},
+		list:    []etcd.Member{listed(1, "q-a")},
+		health:  map[uint64]etcd.Status{1: {DBSize: 4096, DBSizeInUse: 2048}},
+		want:    map[string]memberDB{"q-a": {size: 4096, inUse: 2048, quota: 512 << 20}},
+	}, {
+		name:    "quota 0 is etcd's default",
+		members: []*etcdv1.EtcdMember{member("z-a", ptr.To[int64](0))},
+		list:    []etcd.Member{listed(1, "z-a")},
+		health:  map[uint64]etcd.Status{1: {DBSize: 4096, DBSizeInUse: 4096}},
+		want:    map[string]memberDB{"z-a": {size: 4096, inUse: 4096, quota: 2 << 30}},
+	}, {
+		name:    "no quota in the spec yet",
+		members: []*etcdv1.EtcdMember{member("n-a", nil)},
+		list:    []etcd.Member{listed(1, "n-a")},
+		health:  map[uint64]etcd.Status{1: {DBSize: 4096, DBSizeInUse: 1024}},
+		want:    map[string]memberDB{"n-a": {size: 4096, inUse: 1024}},
+	}, {
+		name:    "members that did not answer or etcd does not list",
+		members: []*etcdv1.EtcdMember{member("s-a", ptr.To[int64](1<<30)), member("s-b", ptr.To[int64](1<<30)), member("s-c", ptr.To[int64](1<<30))},
+		list:    []etcd.Member{listed(1, "s-a"), listed(2, "s-b")},
+		health:  map[uint64]etcd.Status{1: {DBSize: 8192, DBSizeInUse: 4096}},
+		want:    map[string]memberDB{"s-a": {size: 8192, inUse: 4096, quota: 1 << 30}},
+	}, {
+		name:    "no member answered",
+		members: []*etcdv1.EtcdMember{member("d-a", ptr.To[int64](1<<30))},
+		list:    []etcd.Member{listed(1, "d-a")},
+		health:  map[uint64]etcd.Status{},
+	}}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ec := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", i), Namespace: "record"}}
+			key := ec.Namespace + "/" + ec.Name
+			// A record of an earlier pass, which this one replaces.
+			dbSizes.Store(key, dbSizeRecord{at: time.Now(), members: map[string]memberDB{"gone": {size: 1}}})
+			t.Cleanup(func() { dbSizes.Delete(key) })
+			recordDBSizes(&scope{cluster: ec, members: tc.members, etcdList: tc.list, health: tc.health})
+			v, ok := dbSizes.Load(key)
+			switch {
+			case tc.want == nil && ok:
+				t.Fatalf("record %+v, want none", v)
+			case tc.want == nil:
+				return
+			case !ok:
+				t.Fatalf("no record, want %+v", tc.want)
+			}
+			if got := v.(dbSizeRecord).members; !maps.Equal(got, tc.want) {
+				t.Errorf("members %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMetricsStatusSeries checks the series read from a cluster's status: the
+// last defragmentation of each member and etcd's alarms.
+func TestMetricsStatusSeries(t *testing.T) {
+	t.Parallel()
+	finished := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	const defragHeader = `
+# HELP raftsman_etcdmember_last_defrag_reclaimed_bytes Bytes the last defragmentation of an etcd member gave back to the file system (database size before minus after), by why it ran (Threshold, Schedule, NoSpace).
+# TYPE raftsman_etcdmember_last_defrag_reclaimed_bytes gauge
+`
+	const timeHeader = `
+# HELP raftsman_etcdmember_last_defrag_timestamp_seconds Unix time the last defragmentation of an etcd member finished, by why it ran (Threshold, Schedule, NoSpace).
+# TYPE raftsman_etcdmember_last_defrag_timestamp_seconds gauge
+`
+	const alarmHeader = `
+# HELP raftsman_etcdcluster_alarm 1 for each alarm etcd has raised (type NOSPACE or CORRUPT) and the member it is about, as in the EtcdCluster's status.alarms; no series while there is none.
+# TYPE raftsman_etcdcluster_alarm gauge
+`
+	names := []string{"raftsman_etcdmember_last_defrag_timestamp_seconds", "raftsman_etcdmember_last_defrag_reclaimed_bytes", "raftsman_etcdcluster_alarm"}
+	tests := []struct {
+		name   string
+		status etcdv1.EtcdClusterStatus
+		want   string
+	}{{
+		name: "nothing to report",
+	}, {
+		name:   "maintenance without a defragmentation yet",
+		status: etcdv1.EtcdClusterStatus{Maintenance: &etcdv1.MaintenanceStatus{Defrag: &etcdv1.DefragRun{Reason: etcdv1.DefragForSchedule, Member: "demo-a"}}},
+	}, {
+		name: "each member's last defragmentation",
+		status: etcdv1.EtcdClusterStatus{
+			Members: []etcdv1.ClusterMemberStatus{{Name: "demo-a"}, {Name: "demo-b"}, {Name: "demo-c"}},
+			Maintenance: &etcdv1.MaintenanceStatus{Members: []etcdv1.MemberDefragStatus{
+				{Name: "demo-a", Time: metav1.NewTime(finished), Reason: etcdv1.DefragForThreshold, SizeBefore: 3 << 20, SizeAfter: 1 << 20, ReclaimedBytes: 2 << 20, DurationMillis: 120},
+				{Name: "demo-b", Time: metav1.NewTime(finished.Add(-time.Hour)), Reason: etcdv1.DefragForNoSpace, SizeBefore: 4096, SizeAfter: 4096},
+				// Not reported: no time, a member no longer in the cluster,
+				// a second entry for a member.
+				{Name: "demo-c", Reason: etcdv1.DefragForSchedule},
+				{Name: "demo-gone", Time: metav1.NewTime(finished), Reason: etcdv1.DefragForSchedule, ReclaimedBytes: 1},
+				{Name: "demo-a", Time: metav1.NewTime(finished), Reason: etcdv1.DefragForSchedule},
+			}},
+		},
+		want: defragHeader + `raftsman_etcdmember_last_defrag_reclaimed_bytes{member="demo-a",name="demo",namespace="status",reason="Threshold"} 2.097152e+06
+raftsman_etcdmember_last_defrag_reclaimed_bytes{member="demo-b",name="demo",namespace="status",reason="NoSpace"} 0
+` + timeHeader + fmt.Sprintf(`raftsman_etcdmember_last_defrag_timestamp_seconds{member="demo-a",name="demo",namespace="status",reason="Threshold"} %d
+raftsman_etcdmember_last_defrag_timestamp_seconds{member="demo-b",name="demo",namespace="status",reason="NoSpace"} %d
+`, finished.Unix(), finished.Add(-time.Hour).Unix()),
+	}, {
+		name: "alarms",
+		status: etcdv1.EtcdClusterStatus{Alarms: []etcdv1.ClusterAlarm{
+			{Type: "NOSPACE", MemberID: "a1", Member: "demo-a"},
+			{Type: "NOSPACE", MemberID: "b2", Member: "demo-b"},
+			{Type: "CORRUPT", MemberID: "a1", Member: "demo-a"},
+			// A member without an EtcdMember goes by its etcd ID.
+			{Type: "CORRUPT", MemberID: "c3"},
+			{Type: "NOSPACE", MemberID: "a1", Member: "demo-a"},
+		}},
+		want: alarmHeader + `raftsman_etcdcluster_alarm{member="c3",name="demo",namespace="status",type="CORRUPT"} 1
+raftsman_etcdcluster_alarm{member="demo-a",name="demo",namespace="status",type="CORRUPT"} 1
+raftsman_etcdcluster_alarm{member="demo-a",name="demo",namespace="status",type="NOSPACE"} 1
+raftsman_etcdcluster_alarm{member="demo-b",name="demo",namespace="status",type="NOSPACE"} 1
+`,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ec := &etcdv1.EtcdCluster{
+				ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "status"},
+				Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16"},
+				Status:     tc.status,
+			}
+			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(ec).Build()
+			if err := testutil.CollectAndCompare(clusterCollector{reader: c}, strings.NewReader(tc.want), names...); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

@@ -38,20 +38,25 @@ const (
 )
 
 // wantAlerts is every alert the rules must define, with its severity and
-// how long its condition must hold before it fires.
-var wantAlerts = map[string]struct {
+// how long its condition must hold before it fires: one rule per severity
+// (EtcdDatabaseNearQuota is a warning first, then critical).
+var wantAlerts = map[string][]alertSpec{
+	"EtcdClusterNotAvailable":    {{"critical", 5 * time.Minute}},
+	"EtcdClusterDegraded":        {{"warning", 15 * time.Minute}},
+	"EtcdClusterQuorumAtRisk":    {{"critical", 5 * time.Minute}},
+	"EtcdClusterBackupMissing":   {{"warning", 5 * time.Minute}},
+	"EtcdLearnerStuck":           {{"warning", 10 * time.Minute}},
+	"EtcdClusterTLSNotReady":     {{"warning", 10 * time.Minute}},
+	"EtcdCertificateExpiresSoon": {{"warning", time.Hour}},
+	"EtcdDatabaseNearQuota":      {{"warning", 10 * time.Minute}, {"critical", 5 * time.Minute}},
+	"EtcdAlarmRaised":            {{"critical", time.Minute}},
+	"RaftsmanShardWithoutHolder": {{"critical", 2 * time.Minute}},
+	"RaftsmanOperatorDown":       {{"critical", 5 * time.Minute}},
+}
+
+type alertSpec struct {
 	severity string
 	forDur   time.Duration
-}{
-	"EtcdClusterNotAvailable":    {"critical", 5 * time.Minute},
-	"EtcdClusterDegraded":        {"warning", 15 * time.Minute},
-	"EtcdClusterQuorumAtRisk":    {"critical", 5 * time.Minute},
-	"EtcdClusterBackupMissing":   {"warning", 5 * time.Minute},
-	"EtcdLearnerStuck":           {"warning", 10 * time.Minute},
-	"EtcdClusterTLSNotReady":     {"warning", 10 * time.Minute},
-	"EtcdCertificateExpiresSoon": {"warning", time.Hour},
-	"RaftsmanShardWithoutHolder": {"critical", 2 * time.Minute},
-	"RaftsmanOperatorDown":       {"critical", 5 * time.Minute},
 }
 
 // newParser is a PromQL parser with the default functions, as Prometheus
@@ -133,27 +138,29 @@ func TestRulesParse(t *testing.T) {
 
 func TestAlertsAsSpecified(t *testing.T) {
 	groups, _ := loadRuleGroups(t)
+	// seen is keyed by alert/severity.
 	seen := map[string]bool{}
 	for _, r := range alerts(groups) {
-		if seen[r.Alert] {
-			t.Errorf("alert %s is defined twice", r.Alert)
+		got := alertSpec{r.Labels["severity"], time.Duration(r.For)}
+		key := r.Alert + "/" + got.severity
+		if seen[key] {
+			t.Errorf("alert %s with severity %s is defined twice", r.Alert, got.severity)
 		}
-		seen[r.Alert] = true
+		seen[key] = true
 		want, ok := wantAlerts[r.Alert]
 		if !ok {
 			t.Errorf("alert %s is not in wantAlerts: add it there and to the runbooks", r.Alert)
 			continue
 		}
-		if got := r.Labels["severity"]; got != want.severity {
-			t.Errorf("alert %s: severity %q, want %q", r.Alert, got, want.severity)
-		}
-		if got := time.Duration(r.For); got != want.forDur {
-			t.Errorf("alert %s: for %s, want %s", r.Alert, got, want.forDur)
+		if !slices.Contains(want, got) {
+			t.Errorf("alert %s: severity %q for %s, want one of %v", r.Alert, got.severity, got.forDur, want)
 		}
 	}
-	for name := range wantAlerts {
-		if !seen[name] {
-			t.Errorf("alert %s is missing", name)
+	for name, specs := range wantAlerts {
+		for _, spec := range specs {
+			if !seen[name+"/"+spec.severity] {
+				t.Errorf("alert %s with severity %s is missing", name, spec.severity)
+			}
 		}
 	}
 }
@@ -415,11 +422,14 @@ func evalAt(t *testing.T, expr string, now time.Time, in []series) promql.Vector
 }
 
 // firing names what each element of an alert's result is about: the
-// EtcdCluster (namespace/name), else the shard, else all its labels.
+// EtcdCluster (namespace/name, and /member for a member's alert), else the
+// shard, else all its labels.
 func firing(vec promql.Vector) []string {
 	var out []string
 	for _, s := range vec {
 		switch {
+		case s.Metric.Has("member"):
+			out = append(out, s.Metric.Get("namespace")+"/"+s.Metric.Get("name")+"/"+s.Metric.Get("member"))
 		case s.Metric.Has("name"):
 			out = append(out, s.Metric.Get("namespace")+"/"+s.Metric.Get("name"))
 		case s.Metric.Has("shard"):
@@ -434,10 +444,7 @@ func firing(vec promql.Vector) []string {
 
 func TestAlertsSelect(t *testing.T) {
 	groups, _ := loadRuleGroups(t)
-	exprs := map[string]string{}
-	for _, r := range alerts(groups) {
-		exprs[r.Alert] = r.Expr
-	}
+	exprs := alertExprs(groups)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	sec := func(d time.Duration) float64 { return float64(now.Add(d).Unix()) }
 	cond := func(ns, name, typ, status, reason string, v float64) series {
@@ -454,6 +461,27 @@ func TestAlertsSelect(t *testing.T) {
 		}
 	}
 	cat := func(groups ...[]series) []series { return slices.Concat(groups...) }
+	// db gives a member's database size and quota, as one health check
+	// reports them; a quota of 0 means the series is absent.
+	db := func(cluster, member string, size, quota float64, extra ...string) []series {
+		labels := fmt.Sprintf(`{namespace="db",cluster=%q,member=%q%s}`, cluster, member, strings.Join(extra, ""))
+		out := []series{{"raftsman_etcdmember_db_size_bytes" + labels, size}}
+		if quota > 0 {
+			out = append(out, series{"raftsman_etcdmember_db_quota_bytes" + labels, quota})
+		}
+		return out
+	}
+	alarm := func(name, member, typ string) series {
+		return series{fmt.Sprintf(`raftsman_etcdcluster_alarm{namespace="db",name=%q,member=%q,type=%q}`, name, member, typ), 1}
+	}
+	// quotaCases are the members of two clusters at various shares of their
+	// quota, with two that have only one side of the ratio: a size without
+	// a quota (a member whose spec has none yet), and a quota alone.
+	quotaCases := cat(
+		db("c", "c-a", 50, 100), db("c", "c-b", 81, 100), db("c", "c-c", 96, 100),
+		db("d", "d-a", 80, 100), db("d", "d-b", 95, 100), db("d", "d-c", 2<<30, 0),
+		[]series{{`raftsman_etcdmember_db_quota_bytes{namespace="db",cluster="d",member="d-d"}`, 100}},
+	)
 
 	for _, tc := range []struct {
 		name  string
@@ -537,6 +565,34 @@ func TestAlertsSelect(t *testing.T) {
 		},
 		want: []string{"db/expired", "db/soon"},
 	}, {
+		name:  "over 80% of the quota",
+		alert: "EtcdDatabaseNearQuota/warning",
+		in:    quotaCases,
+		want:  []string{"db/c/c-b", "db/c/c-c", "db/d/d-b"},
+	}, {
+		name:  "over 95% of the quota",
+		alert: "EtcdDatabaseNearQuota/critical",
+		in:    quotaCases,
+		want:  []string{"db/c/c-c"},
+	}, {
+		name:  "two operator replicas report the same member",
+		alert: "EtcdDatabaseNearQuota/warning",
+		in:    cat(db("c", "c-a", 90, 100), db("c", "c-a", 90, 100, `,pod="raftsman-1",instance="10.0.0.11:8443"`)),
+		want:  []string{"db/c/c-a", "db/c/c-a"},
+	}, {
+		name:  "every alarm, one per member and type",
+		alert: "EtcdAlarmRaised",
+		in: []series{
+			alarm("full", "full-a", "NOSPACE"), alarm("full", "full-b", "NOSPACE"),
+			alarm("broken", "5f1b0c2d9e8a7b6c", "CORRUPT"),
+		},
+		want: []string{"db/broken/5f1b0c2d9e8a7b6c", "db/full/full-a", "db/full/full-b"},
+	}, {
+		name:  "no alarm, no series",
+		alert: "EtcdAlarmRaised",
+		in:    []series{{`raftsman_etcdcluster_voters{namespace="db",name="fine"}`, 3}},
+		want:  nil,
+	}, {
 		name:  "a shard no replica holds",
 		alert: "RaftsmanShardWithoutHolder",
 		in: []series{
@@ -598,4 +654,47 @@ func TestQuorumAtRiskValue(t *testing.T) {
 		return
 	}
 	t.Fatal("no alert EtcdClusterQuorumAtRisk")
+}
+
+// alertExprs maps each alert to its expression: by name, and by
+// name/severity for an alert with a rule per severity.
+func alertExprs(groups *rulefmt.RuleGroups) map[string]string {
+	exprs := map[string]string{}
+	count := map[string]int{}
+	for _, r := range alerts(groups) {
+		exprs[r.Alert+"/"+r.Labels["severity"]] = r.Expr
+		exprs[r.Alert] = r.Expr
+		count[r.Alert]++
+	}
+	for name, n := range count {
+		if n > 1 {
+			delete(exprs, name)
+		}
+	}
+	return exprs
+}
+
+// TestDatabaseNearQuotaLabels checks that the description's $value is the
+// share of the quota in use, and that the alert names the cluster in name,
+// as every other alert of an EtcdCluster does.
+func TestDatabaseNearQuotaLabels(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	for _, sev := range []string{"warning", "critical"} {
+		t.Run(sev, func(t *testing.T) {
+			expr, ok := alertExprs(groups)["EtcdDatabaseNearQuota/"+sev]
+			if !ok {
+				t.Fatalf("no alert EtcdDatabaseNearQuota with severity %s", sev)
+			}
+			vec := evalAt(t, expr, time.Unix(1e9, 0), []series{
+				{`raftsman_etcdmember_db_size_bytes{namespace="db",cluster="full",member="full-a"}`, 98},
+				{`raftsman_etcdmember_db_quota_bytes{namespace="db",cluster="full",member="full-a"}`, 100},
+			})
+			if len(vec) != 1 || vec[0].F != 0.98 {
+				t.Fatalf("got %v, want one element with value 0.98", vec)
+			}
+			if got := vec[0].Metric.Get("name"); got != "full" {
+				t.Errorf("label name %q, want the cluster, full", got)
+			}
+		})
+	}
 }
