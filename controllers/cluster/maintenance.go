@@ -48,6 +48,8 @@ func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	st := s.maintenance()
 	now := time.Now()
+	// The records of members that left go with them.
+	st.Members = slices.DeleteFunc(st.Members, func(x etcdv1.MemberDefragStatus) bool { return s.memberNamed(x.Name) == nil })
 	if st.Defrag == nil {
 		if !s.allHealthyVoters() || s.cluster.Status.Rollout != nil || recovering(s.cluster) {
 			return ctrl.Result{}, nil
@@ -103,6 +105,12 @@ func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error
 // any, with the scheduled time it fulfils and the next scheduled time.
 func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, next time.Time) {
 	if s.hasAlarm(etcd.AlarmNoSpace) {
+		if last := s.lastNoSpaceRepair(); !last.IsZero() && now.Sub(last) < noSpaceBackoff {
+			// The alarm came back right after a repair: the data itself
+			// does not fit. Degraded (NoSpace) says what to raise; the
+			// repair is tried again later, not in a loop.
+			return nil, time.Time{}, last.Add(noSpaceBackoff)
+		}
 		return &etcdv1.DefragRun{Reason: etcdv1.DefragForNoSpace, Pending: s.defragOrder(nil)}, time.Time{}, time.Time{}
 	}
 	p := s.cluster.Spec.Maintenance.Defrag
@@ -128,6 +136,21 @@ func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, ne
 		return &etcdv1.DefragRun{Reason: etcdv1.DefragForThreshold, Pending: pending}, time.Time{}, next
 	}
 	return nil, time.Time{}, next
+}
+
+// noSpaceBackoff is how long after a NOSPACE repair the next one may
+// start, when the alarm comes straight back.
+const noSpaceBackoff = 5 * time.Minute
+
+// lastNoSpaceRepair is when the last NOSPACE repair defragmented a member.
+func (s *scope) lastNoSpaceRepair() time.Time {
+	var last time.Time
+	for _, m := range s.maintenance().Members {
+		if m.Reason == etcdv1.DefragForNoSpace && m.Time.After(last) {
+			last = m.Time.Time
+		}
+	}
+	return last
 }
 
 // overThresholds says whether a member's free pages reach both of the
