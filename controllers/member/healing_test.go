@@ -255,6 +255,19 @@ func TestFailedPodIsReplaced(t *testing.T) {
 	}
 }
 
+// panicOpenDB is the end of etcd 3.6's log when its database file is not
+// a bbolt file any more, as the kubelet keeps it (FallbackToLogsOnError).
+const panicOpenDB = `{"level":"panic","caller":"backend/backend.go:205","msg":"failed to open database","path":"/var/lib/etcd/default.etcd/member/snap/db","error":"invalid database"}
+panic: failed to open database`
+
+// etcdExited is the etcd container after it exited restarts times, the
+// last time with message.
+func etcdExited(restarts int32, message string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: "etcd", RestartCount: restarts,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: message}}}
+}
+
 func TestDataRefusedMarksMemberDataLost(t *testing.T) {
 	t.Parallel()
 	const lost = `{"error":"member demo-a ran before, and its data directory /var/lib/etcd/default.etcd is missing","reason":"DataLost"}`
@@ -288,6 +301,15 @@ func TestDataRefusedMarksMemberDataLost(t *testing.T) {
 		{name: "message is the container's log", pod: func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.InitContainerStatuses = []corev1.ContainerStatus{checkData(1, "exec format error", true)}
+		}},
+		{name: "etcd keeps exiting on a database it cannot open", wantErr: `refusing its data directory ("failed to open database"`, pod: func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{etcdExited(2, panicOpenDB)}
+		}},
+		{name: "etcd exited once on its database", pod: func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{etcdExited(1, panicOpenDB)}
+		}},
+		{name: "etcd keeps exiting on a flag", pod: func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{etcdExited(5, `{"level":"fatal","msg":"unknown flag: --bogus"}`)}
 		}},
 		{name: "another init container refused", pod: func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +112,9 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 		s.pod = pod
 		m.Status.PodName = pod.Name
 		s.dataRefused = dataRefused(pod)
+		if s.dataRefused == "" {
+			s.dataRefused = etcdRefusedData(pod)
+		}
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", m.Name, err)
 	}
@@ -224,6 +228,46 @@ func (r *Reconciler) replaceFailedPod(ctx context.Context, s *scope) (ctrl.Resul
 
 // dataRefused is the message of the member's check-data init container
 // when it refused the data directory (DataLost or ForeignData).
+// refusedDataMessages are what etcd says when it exits because its data
+// directory cannot be read: a database file that is not a bbolt file any
+// more, a snapshot or WAL whose checksums fail. A member whose etcd exits
+// with one of them again and again starts no better on its own: it is
+// replaced like a member whose data is lost, by a new member that takes
+// a copy from the leader.
+var refusedDataMessages = []string{
+	"failed to open database",
+	"failed to recover v3 backend from snapshot",
+	"failed to find database snapshot file",
+	"failed to open WAL",
+	"failed to read WAL",
+	"crc mismatch",
+	"failed to recover v2 store",
+	"database file is corrupted",
+}
+
+// refusedDataRestarts is how many times etcd must have exited refusing
+// its data before the member is given up: once may be a disk that was
+// not ready.
+const refusedDataRestarts = 2
+
+// etcdRefusedData says why the etcd container keeps exiting on its data,
+// from the end of its log the kubelet kept as the termination message,
+// or "" when it does not.
+func etcdRefusedData(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.LastTerminationState.Terminated
+		if cs.Name != resources.EtcdContainer || cs.RestartCount < refusedDataRestarts || t == nil || t.ExitCode == 0 {
+			continue
+		}
+		for _, msg := range refusedDataMessages {
+			if strings.Contains(t.Message, msg) {
+				return fmt.Sprintf("etcd exited %d times refusing its data directory (%q, exit code %d)", cs.RestartCount, msg, t.ExitCode)
+			}
+		}
+	}
+	return ""
+}
+
 func dataRefused(p *corev1.Pod) string {
 	for _, cs := range p.Status.InitContainerStatuses {
 		if cs.Name != resources.CheckDataContainer {

@@ -173,6 +173,9 @@ func corruptionChecks(version string, extra map[string]string) {
 	extra["feature-gates"] = gates
 }
 
+// EtcdContainer is the name of the etcd container of a member Pod.
+const EtcdContainer = "etcd"
+
 // ServingValue is the value of the member Pod's serving label: "false"
 // while the member is drained, so the client Service leaves it out.
 func ServingValue(m *etcdv1.EtcdMember) string {
@@ -227,7 +230,7 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
-				Name:            "etcd",
+				Name:            EtcdContainer,
 				Image:           m.Spec.Image,
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{"/usr/local/bin/etcd"},

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -107,11 +108,54 @@ func TestSelfHealing(t *testing.T) {
 			return ctx
 		}).Feature()
 
+	corrupted := features.New("data directory etcd refuses").
+		Assess("a member whose etcd keeps exiting on a database it cannot open is replaced", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			key, cli := runningCluster(ctx, t, k, "corrupt", 3)
+			w := startWriter(ctx, cli, "corrupt/")
+			victim := pickMember(ctx, t, k, key, false)
+			oldID := memberIDs(ctx, t, cli)[victim]
+			// A Pod beside the member's, on its volume, overwrites the
+			// first pages of the database file (both bbolt meta pages)
+			// again and again, so that whichever etcd opens it next finds
+			// no database; then the member's Pod goes.
+			corruptor := corruptorPod(key.Namespace, "data-"+victim)
+			if err := k.c.Create(ctx, corruptor); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = k.c.Delete(context.Background(), corruptor, client.GracePeriodSeconds(0)) })
+			waitFor(ctx, t, time.Minute, "the corrupting Pod running", func() (bool, error) {
+				p := &corev1.Pod{}
+				err := k.c.Get(ctx, client.ObjectKeyFromObject(corruptor), p)
+				return err == nil && p.Status.Phase == corev1.PodRunning, err
+			})
+			if err := k.c.Delete(ctx, &corev1.Pod{ObjectMeta: objectMeta(key.Namespace, victim)}, client.GracePeriodSeconds(0)); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			waitFor(ctx, t, healBound, victim+" replaced", func() (bool, error) {
+				err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: victim}, &etcdv1.EtcdMember{})
+				return apierrors.IsNotFound(err), ignoreNotFound(err)
+			})
+			_ = k.c.Delete(ctx, corruptor, client.GracePeriodSeconds(0))
+			waitConverged(ctx, t, k, key, 3, healBound)
+			t.Logf("%s replaced %.1fs after its Pod was deleted on a corrupted database", victim, time.Since(start).Seconds())
+			for name, id := range memberIDs(ctx, t, cli) {
+				if id == oldID {
+					t.Errorf("etcd still lists the old member %x (as %s)", oldID, name)
+				}
+			}
+			waitEventFor(ctx, t, k, key.Namespace, "MemberLost", victim)
+			acked, _ := w.stop()
+			checkKeys(ctx, t, cli, "corrupt/", acked)
+			return ctx
+		}).Feature()
+
 	manual := quorumLossFeature("manual", func(c *etcdv1.EtcdCluster) {}, true)
 	automatic := quorumLossFeature("automatic", func(c *etcdv1.EtcdCluster) {
 		c.Spec.Recovery = etcdv1.RecoverySpec{QuorumLoss: etcdv1.QuorumLossAutomatic, QuorumLossAfter: "30s"}
 	}, false)
-	testenv.Test(t, failed, emptied, manual, automatic)
+	testenv.Test(t, failed, emptied, corrupted, manual, automatic)
 }
 
 // quorumLossFeature loses two of three members for good (their Pods and
@@ -196,6 +240,31 @@ func quorumLossFeature(name string, mutate func(*etcdv1.EtcdCluster), annotate b
 			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
 			return ctx
 		}).Feature()
+}
+
+// corruptorPod mounts a member's volume and overwrites the first 16 KiB
+// of its database file every 50ms for two minutes. It runs as the etcd
+// user, as the namespace's restricted Pod Security asks.
+func corruptorPod(ns, claim string) *corev1.Pod {
+	const uid = int64(65532)
+	script := `for i in $(seq 1 2400); do dd if=/dev/urandom of=/v/data/member/snap/db bs=4096 count=4 conv=notrunc 2>/dev/null; sleep 0.05; done`
+	return &corev1.Pod{
+		ObjectMeta: objectMeta(ns, "corrupt-"+claim),
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(uid), RunAsGroup: ptr.To(uid),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "dd", Image: "docker.io/library/busybox:local", ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", script},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
+			TerminationGracePeriodSeconds: ptr.To(int64(0)),
+		},
+	}
 }
 
 // pickMember is a member of the cluster: the leader or a follower.
