@@ -4,8 +4,9 @@ package e2e
 
 // Self-healing on the local cluster, with a client writing: a Pod that
 // fails, a member whose volume is recreated empty behind the operator's
-// back, and two of three members lost for good (quorum loss), recovered by
-// annotation and automatically.
+// back, a member whose database file is overwritten on its volume, and two
+// of three members lost for good (quorum loss), recovered by annotation
+// and automatically.
 
 import (
 	"context"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,17 +94,8 @@ func TestSelfHealing(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			waitFor(ctx, t, healBound, victim+" replaced", func() (bool, error) {
-				err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: victim}, &etcdv1.EtcdMember{})
-				return apierrors.IsNotFound(err), ignoreNotFound(err)
-			})
-			waitConverged(ctx, t, k, key, 3, healBound)
+			waitReplaced(ctx, t, k, key, cli, victim, oldID, nil)
 			t.Logf("%s replaced in %.1fs", victim, time.Since(start).Seconds())
-			for name, id := range memberIDs(ctx, t, cli) {
-				if id == oldID {
-					t.Errorf("etcd still lists the old member %x (as %s)", oldID, name)
-				}
-			}
 			acked, _ := w.stop()
 			checkKeys(ctx, t, cli, "emptied/", acked)
 			return ctx
@@ -133,18 +126,8 @@ func TestSelfHealing(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			waitFor(ctx, t, healBound, victim+" replaced", func() (bool, error) {
-				err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: victim}, &etcdv1.EtcdMember{})
-				return apierrors.IsNotFound(err), ignoreNotFound(err)
-			})
-			_ = k.c.Delete(ctx, corruptor, client.GracePeriodSeconds(0))
-			waitConverged(ctx, t, k, key, 3, healBound)
+			waitReplaced(ctx, t, k, key, cli, victim, oldID, func() { _ = k.c.Delete(ctx, corruptor, client.GracePeriodSeconds(0)) })
 			t.Logf("%s replaced %.1fs after its Pod was deleted on a corrupted database", victim, time.Since(start).Seconds())
-			for name, id := range memberIDs(ctx, t, cli) {
-				if id == oldID {
-					t.Errorf("etcd still lists the old member %x (as %s)", oldID, name)
-				}
-			}
 			waitEventFor(ctx, t, k, key.Namespace, "MemberLost", victim)
 			acked, _ := w.stop()
 			checkKeys(ctx, t, cli, "corrupt/", acked)
@@ -240,6 +223,26 @@ func quorumLossFeature(name string, mutate func(*etcdv1.EtcdCluster), annotate b
 			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
 			return ctx
 		}).Feature()
+}
+
+// waitReplaced waits until the EtcdMember victim is gone (then runs
+// gone, if any) and the cluster has 3 healthy voters again, none of them
+// etcd's old member oldID.
+func waitReplaced(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, cli *clientv3.Client, victim string, oldID uint64, gone func()) {
+	t.Helper()
+	waitFor(ctx, t, healBound, victim+" replaced", func() (bool, error) {
+		err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: victim}, &etcdv1.EtcdMember{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
+	if gone != nil {
+		gone()
+	}
+	waitConverged(ctx, t, k, key, 3, healBound)
+	for name, id := range memberIDs(ctx, t, cli) {
+		if id == oldID {
+			t.Errorf("etcd still lists the old member %x (as %s)", oldID, name)
+		}
+	}
 }
 
 // corruptorPod mounts a member's volume and overwrites the first 16 KiB
