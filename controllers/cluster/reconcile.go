@@ -491,7 +491,15 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{}, err
 	}
 	s.client = cli
-	tctx, cancel := context.WithTimeout(ctx, r.Options.EtcdTimeout)
+	// MemberList needs a quorum and waits for one until its deadline. Once
+	// the last pass found the quorum lost, a member that answers does so
+	// in milliseconds, so each pass of a recovery need not wait the full
+	// etcd timeout to learn it is still lost.
+	timeout := r.Options.EtcdTimeout
+	if a := meta.FindStatusCondition(s.cluster.Status.Conditions, etcdv1.ConditionAvailable); a != nil && a.Reason == etcdv1.ReasonQuorumLost {
+		timeout = min(timeout, 2*r.Options.StatusTimeout)
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	id, list, err := cli.MemberList(tctx)
 	if err != nil {
