@@ -108,6 +108,7 @@ func TestEnvValidation(t *testing.T) {
 	t.Run("EtcdMember", func(t *testing.T) { t.Parallel(); testMemberValidation(t, c) })
 	t.Run("RequiredFields", func(t *testing.T) { t.Parallel(); testRequiredFields(t, c) })
 	t.Run("Defaults", func(t *testing.T) { t.Parallel(); testDefaults(t, c) })
+	t.Run("MinimalManifests", func(t *testing.T) { t.Parallel(); testMinimalManifests(t, c) })
 	t.Run("EtcdBackup", func(t *testing.T) { t.Parallel(); testBackupValidation(t, c) })
 	t.Run("OldSchemaObjectsRefused", func(t *testing.T) { t.Parallel(); testOldSchemaObjectsRefused(t, c) })
 }
@@ -779,6 +780,28 @@ func testRequiredFields(t *testing.T, c client.Client) {
 }
 
 // testDefaults checks what the API server fills in.
+// testMinimalManifests: manifests that leave out every optional part (no
+// options, storage or tls objects at all, as kubectl sends them; Go
+// clients always send the structs) are accepted: no rule may read a field
+// of an absent object.
+func testMinimalManifests(t *testing.T, c client.Client) {
+	ns := newNamespace(t, c)
+	for i, spec := range []map[string]any{
+		{"version": "3.6.16"},
+		{"version": "3.7.3"},
+		{"version": "3.5.35", "replicas": int64(1)},
+	} {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": etcdv1.GroupVersion.String(), "kind": "EtcdCluster",
+			"metadata": map[string]any{"name": fmt.Sprintf("minimal-%d", i), "namespace": ns},
+			"spec":     spec,
+		}}
+		if err := c.Create(t.Context(), u); err != nil {
+			t.Errorf("create %v: %v", spec, err)
+		}
+	}
+}
+
 func testDefaults(t *testing.T, c client.Client) {
 	type tc struct {
 		name  string
