@@ -249,6 +249,11 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 				// killed. No startup probe: the kubelet would hold readiness
 				// checks back until it passed, delaying every Pod's Ready.
 				LivenessProbe: probe("/livez", 5, 24),
+				// The end of etcd's log is the termination message: the
+				// member controller tells from it an etcd that exits
+				// because it cannot read its data (etcdRefusedData), and
+				// says why a container cannot run.
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
 					ReadOnlyRootFilesystem:   ptr.To(true),

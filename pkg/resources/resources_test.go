@@ -106,8 +106,11 @@ func TestMemberPod(t *testing.T) {
 			if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/livez" {
 				t.Errorf("probes %s %s", c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
 			}
-			if p.Labels[etcdv1.MemberLabel] != "demo-abcde" || p.Labels[etcdv1.ClusterLabel] != "demo" {
+			if p.Labels[etcdv1.MemberLabel] != "demo-abcde" || p.Labels[etcdv1.ClusterLabel] != "demo" || p.Labels[etcdv1.ServingLabel] != "true" {
 				t.Errorf("labels %v", p.Labels)
+			}
+			if c.Name != EtcdContainer || c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+				t.Errorf("container %s keeps termination message %q, want etcd's log on error", c.Name, c.TerminationMessagePolicy)
 			}
 			tt.check(t, p)
 		})
