@@ -81,6 +81,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("raftsman-" + member.ControllerName),
 		Workers:   opts.Cluster.Workers,
+		// The member controller has no options of its own; this one is
+		// about healing, which the cluster controller's options hold.
+		LostPodTimeout: opts.Cluster.LostPodTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the member controller: %w", err)
 	}

@@ -75,6 +75,7 @@ func main() {
 	flag.StringVar(&opts.Cluster.ClusterDomain, "cluster-domain", opts.Cluster.ClusterDomain, "DNS domain of the Kubernetes cluster.")
 	flag.DurationVar(&opts.Cluster.HealthInterval, "health-interval", opts.Cluster.HealthInterval, "How often a quiet etcd cluster's members are asked for their health.")
 	flag.DurationVar(&opts.Cluster.RolloutTimeout, "rollout-timeout", opts.Cluster.RolloutTimeout, "How long a member restarted by a rolling change may take to be healthy and caught up before the rollout stops (Degraded, reason RolloutStuck).")
+	flag.DurationVar(&opts.Cluster.LostPodTimeout, "lost-pod-timeout", opts.Cluster.LostPodTimeout, "How long past its grace period a member's Pod may stay terminating (its node lost) before the member is replaced; 0 turns it off.")
 	flag.DurationVar(&opts.Cluster.DefragTimeout, "defrag-timeout", opts.Cluster.DefragTimeout, "How long one member's defragmentation may take.")
 	flag.DurationVar(&opts.Cluster.DrainDelay, "drain-delay", opts.Cluster.DrainDelay, "How long a member taken out of the client Service is left before it is defragmented, for the Service's endpoints and proxies to drop it.")
 	flag.DurationVar(&opts.Cluster.LearnerTimeout, "learner-timeout", opts.Cluster.LearnerTimeout, "How long a learner may take to start and catch up after it was added before it is removed and added again.")

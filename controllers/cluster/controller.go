@@ -51,6 +51,9 @@ type Options struct {
 	// LearnerTimeout bounds how long a learner may take to start and catch
 	// up after it was added; then it is removed and added again.
 	LearnerTimeout time.Duration
+	// LostPodTimeout is how long past its grace period a member's Pod may
+	// stay terminating (its node lost) before the member is replaced.
+	LostPodTimeout time.Duration
 	// DefragTimeout bounds one member's defragmentation; a large
 	// database takes minutes.
 	DefragTimeout time.Duration
@@ -81,6 +84,7 @@ func DefaultOptions() Options {
 		StatusTimeout:  time.Second,
 		RolloutTimeout: 5 * time.Minute,
 		LearnerTimeout: 5 * time.Minute,
+		LostPodTimeout: time.Minute,
 		DefragTimeout:  10 * time.Minute,
 		DrainDelay:     3 * time.Second,
 		Workers:        8,

@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,11 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Workers is how many members are reconciled at once.
 	Workers int
+	// LostPodTimeout is how long past its grace period a Pod may stay
+	// terminating before its member counts as lost: the kubelet of a lost
+	// node never confirms the Pod's end, and a Pod bound to a local volume
+	// on that node could not start elsewhere anyway. Zero turns it off.
+	LostPodTimeout time.Duration
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live):

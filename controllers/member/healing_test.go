@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -420,6 +421,57 @@ func TestPodWaitsForPersistedPVCName(t *testing.T) {
 			}
 			if e.podCreates != 1 {
 				t.Errorf("%d Pod creates, want 1", e.podCreates)
+			}
+		})
+	}
+}
+
+// TestPodLostWithItsNode: a Pod terminating for LostPodTimeout past its
+// grace period (its node gone, the kubelet never confirming) marks the
+// member lost and is deleted without grace; one terminating for less is
+// looked at again when the timeout would pass.
+func TestPodLostWithItsNode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		deleted  time.Duration // how long ago the grace period ended
+		wantLost bool
+	}{
+		{name: "past the timeout", deleted: 2 * time.Minute, wantLost: true},
+		{name: "within the timeout", deleted: 10 * time.Second, wantLost: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m, pvc, pod := runningMember(func(p *corev1.Pod) {
+				p.Spec.NodeName = "node-gone"
+				p.Finalizers = []string{"test/keep"} // the fake client keeps a deleted object only with one
+				p.DeletionTimestamp = &metav1.Time{Time: time.Now().Add(-tt.deleted)}
+			})
+			e := newUnitEnv(t, m, pvc, pod)
+			e.r.LostPodTimeout = time.Minute
+			res, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := e.ready()
+			if lost := r.Reason == etcdv1.ReasonDataLost; lost != tt.wantLost {
+				t.Fatalf("Ready = %+v, want lost %t", r, tt.wantLost)
+			}
+			if !tt.wantLost {
+				if res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute {
+					t.Errorf("requeue after %v, want when the timeout passes", res.RequeueAfter)
+				}
+				if e.podDeletes != 0 {
+					t.Errorf("%d Pod deletes within the timeout", e.podDeletes)
+				}
+				return
+			}
+			if !strings.Contains(r.Message, "node-gone") || e.podDeletes != 1 {
+				t.Errorf("Ready = %+v and %d Pod deletes, want the node named and one delete", r, e.podDeletes)
+			}
+			if evs := e.events(); !slices.ContainsFunc(evs, func(ev string) bool { return strings.HasPrefix(ev, "Warning PodLost ") }) {
+				t.Errorf("events %v, want PodLost", evs)
 			}
 		})
 	}

@@ -46,6 +46,9 @@ type scope struct {
 	// suspended: the cluster's Suspended condition is True, so the member
 	// runs no Pod and keeps its volume.
 	suspended bool
+	// lostCheck is how soon to look again at a terminating Pod that may
+	// turn out lost with its node.
+	lostCheck time.Duration
 	// expandRefused says why the API server refused to grow the volume.
 	expandRefused string
 	// volume is what became of the PVC of a member whose cluster keeps
@@ -91,8 +94,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// 1. observe the cluster, the PVC and the Pod; 2. create the PVC;
 	// 3. grow it to the spec's size; 4. stop the Pod of a suspended cluster;
 	// 5. delete a Pod that failed for good; 6. restart a Pod built from an
-	// older spec; 7. create the Pod; 8. keep its serving label (spec.drained).
-	return kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.replaceFailedPod, r.restartForSpec, r.ensurePod, r.syncServing)
+	// older spec; 7. create the Pod; 8. keep its serving label (spec.drained);
+	// 9. force the end of a Pod lost with its node.
+	res, err := kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.replaceFailedPod, r.restartForSpec, r.ensurePod, r.syncServing, r.releaseLostPod)
+	if err == nil && res.IsZero() && s.lostCheck > 0 {
+		// Nothing else wakes us when a terminating Pod's node is gone.
+		res.RequeueAfter = s.lostCheck
+	}
+	return res, err
 }
 
 func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -118,9 +127,13 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", m.Name, err)
 	}
+	if s.dataRefused == "" && s.pod != nil {
+		s.dataRefused, s.lostCheck = r.podLost(s.pod, time.Now())
+	}
 	if s.dataRefused != "" {
 		// The check before etcd found no data, or another member's, under a
-		// member that ran before: it is lost, never started without it.
+		// member that ran before, or etcd refused it, or the Pod's node is
+		// gone with it: the member is lost, never started without it.
 		s.dataLost = true
 		return ctrl.Result{}, nil
 	}
@@ -266,6 +279,43 @@ func etcdRefusedData(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// podLost says why a Pod that has been terminating for LostPodTimeout past
+// its grace period counts as lost with its node, or "" and how soon to
+// look again while it is terminating.
+func (r *Reconciler) podLost(p *corev1.Pod, now time.Time) (string, time.Duration) {
+	if r.LostPodTimeout <= 0 || p.DeletionTimestamp.IsZero() {
+		return "", 0
+	}
+	// The deletion timestamp is already the end of the grace period.
+	stuck := now.Sub(p.DeletionTimestamp.Time)
+	if stuck < r.LostPodTimeout {
+		return "", r.LostPodTimeout - stuck
+	}
+	node := p.Spec.NodeName
+	if node == "" {
+		node = "no node"
+	}
+	return fmt.Sprintf("Pod %s on %s has been terminating for %s past its grace period: its node does not confirm its end (node lost?)", p.Name, node, stuck.Round(time.Second)), 0
+}
+
+// releaseLostPod deletes a Pod lost with its node without waiting for its
+// kubelet, which will never answer; the member is replaced meanwhile.
+func (r *Reconciler) releaseLostPod(ctx context.Context, s *scope) (ctrl.Result, error) {
+	p := s.pod
+	if !s.dataLost || p == nil || p.DeletionTimestamp.IsZero() || (p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0) {
+		return ctrl.Result{}, nil
+	}
+	if msg, _ := r.podLost(p, time.Now()); msg == "" {
+		return ctrl.Result{}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleting a Pod lost with its node", "pod", p.Name, "node", p.Spec.NodeName)
+	if err := r.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("delete lost pod %s: %w", p.Name, err)
+	}
+	r.Recorder.Eventf(s.member, p, corev1.EventTypeWarning, "PodLost", "Delete", "Pod %s on %s did not end within %s of its grace period; the member is replaced", p.Name, p.Spec.NodeName, r.LostPodTimeout)
+	return ctrl.Result{}, nil
 }
 
 func dataRefused(p *corev1.Pod) string {

@@ -18,7 +18,7 @@ func setReadyCondition(s *scope) {
 	}
 	switch {
 	case s.dataLost && s.dataRefused != "":
-		set(false, etcdv1.ReasonDataLost, "etcd was not started: "+s.dataRefused)
+		set(false, etcdv1.ReasonDataLost, "The member is lost and the cluster controller replaces it: "+s.dataRefused)
 	case s.dataLost:
 		set(false, etcdv1.ReasonDataLost, "The member's data volume is gone; the cluster controller replaces the member with a new one")
 	case !m.DeletionTimestamp.IsZero():
