@@ -76,6 +76,8 @@ func main() {
 	var writes, failures int
 	var failedPod, failedSeen, failedAfter, replaced, emptied, quorum, quorumSeen []float64
 	var quorumAfter, forcingAfter, regrowingAfter []float64 // from the annotation
+	var defragTook, defragReclaimed, defragStall, defragQuiet, defragOther []float64
+	defragClients := 0
 	errs := map[string]int{}
 	for i := range *runs {
 		ns := b.namespace()
@@ -152,6 +154,17 @@ func main() {
 			}
 		}
 
+		// Defragmentation on a cluster of its own, alone like the others.
+		must(b.clearNamespace(ns))
+		d, err := b.defrag(ns)
+		must(err)
+		defragTook, defragReclaimed = append(defragTook, d.took), append(defragReclaimed, d.reclaimed)
+		defragOther = append(defragOther, d.otherStall)
+		if d.clients > 0 {
+			defragStall, defragQuiet = append(defragStall, d.stall), append(defragQuiet, d.quiet)
+			defragClients += d.clients
+		}
+
 		must(b.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 		fmt.Printf("run %d: pod %.1fs restart %.1fs learner-ref %.1fs | cluster %.1fs step %.1fs member-back %.1fs\n",
 			i+1, r, rr, l, clusterReady[i], scaleStep[i], memberBack[i])
@@ -166,6 +179,8 @@ func main() {
 			fmt.Printf(" | quorum loss, recovered from %s, %.1fs (QuorumLost after %.1fs)", h.quorum.victim, h.quorum.took, h.quorum.visible)
 		}
 		fmt.Println()
+		fmt.Printf("run %d: defragmented %s in %.2fs (%.1f MiB given back): %d clients on it waited up to %.2fs (%.2fs with no defragmentation), clients on other members %.2fs (%.2fs)\n",
+			i+1, d.member, d.took, d.reclaimed, d.clients, d.stall, d.quiet, d.otherStall, d.otherQuiet)
 		for _, hr := range []healResult{h.failed, h.replaced, h.emptied, h.quorum} {
 			for _, l := range hr.log {
 				fmt.Printf("  heal %s\n", l)
@@ -182,6 +197,8 @@ func main() {
 		failedPod: median(failedPod), failedSeen: median(failedSeen), failedAfter: median(failedAfter), replaced: median(replaced), emptied: median(emptied),
 		quorum: median(quorum), quorumSeen: median(quorumSeen), quorumRuns: len(quorum),
 		quorumAfter: median(quorumAfter), forcingAfter: median(forcingAfter), regrowingAfter: median(regrowingAfter),
+		defragTook: median(defragTook), defragReclaimed: median(defragReclaimed), defragStall: median(defragStall), defragQuiet: median(defragQuiet),
+		defragOther: median(defragOther), defragRuns: len(defragStall), defragClients: defragClients,
 	}
 	text := res.markdown()
 	fmt.Print(text)
@@ -219,6 +236,10 @@ type results struct {
 	quorum, quorumSeen, quorumAfter     float64
 	forcingAfter, regrowingAfter        float64
 	quorumRuns                          int
+	defragTook, defragReclaimed         float64
+	defragStall, defragQuiet            float64
+	defragOther                         float64
+	defragRuns, defragClients           int
 }
 
 func (r results) markdown() string {
@@ -240,6 +261,10 @@ func (r results) markdown() string {
 	if r.quorumRuns > 0 {
 		heal(fmt.Sprintf("2 of 3 members lost (Pods and PVCs deleted) to 3 healthy voters again, recovered by the recover-quorum annotation (%s)", runsText(r.quorumRuns)), r.quorum)
 	}
+	fmt.Fprintf(&b, "| defragmenting one follower holding %d MiB of data and %.0f MiB of free pages (etcd's time, status.maintenance.members) | %.2f s | | | |\n", defragValues/2, r.defragReclaimed, r.defragTook)
+	if r.defragRuns > 0 {
+		fmt.Fprintf(&b, "| longest wait of a client connected through the client Service to that follower while it is defragmented (%s) | %.2f s | the same clients, no defragmentation, same run: %.2f s | %.1f | |\n", runsText(r.defragRuns), r.defragStall, r.defragQuiet, r.defragStall/r.defragQuiet)
+	}
 	fmt.Fprintf(&b, "| operator API writes to create 3 members (events included, lease renewals not) | %.0f | | | <= 30 |\n", r.createWrites)
 	fmt.Fprintf(&b, "| operator API writes per minute, idle healthy cluster | %.1f | | | 0 |\n", r.idleWrites)
 	fmt.Fprintf(&b, "\nThe learner step is measured on a cluster that has been healthy for 6 s, like its reference: right after a cluster forms or a member joins, etcd refuses the next membership change until every voter has been connected for 5 s, which the operator waits out by retrying (so a 3 -> 5 scale right after creation costs that wait once more). A hand-driven two-learner reference was tried and dropped: on this machine it varied from 7.5 s to 15 s per learner between runs. API writes are counted by the operator itself (raftsman_api_writes_total), Lease renewals (shard and presence Leases) and the metrics endpoint's own token and access reviews of the benchmark's scrapes left out.\n")
@@ -247,6 +272,8 @@ func (r results) markdown() string {
 		*oldVer, *version, r.runs, r.worstGap, r.writes, r.failures, r.firstDone, r.rollAll, errorSummary(r.errs))
 	fmt.Fprintf(&b, "\nHealing is measured on the rolling changes' cluster (3 members, on %[1]s since its upgrade) after its rolling restart, each failure injected once the cluster has converged on the last one and settled for 6 s; the member hit is a follower. Each time runs from the failure injected until the cluster has converged again with 3 healthy voters: Available True and Progressing False for the cluster's generation, readyReplicas 3, every status.members entry a healthy Voter, no rollout. A Failed Pod (the kubelet fails a Pod past its active deadline with reason DeadlineExceeded, as it does an evicted one, and never restarts it) counts from the patch of spec.activeDeadlineSeconds, and is healed once a new Pod of the member is Ready on the same PVC and its EtcdMember Ready again; the bench saw the old Pod Failed or gone %.1[2]f s after the patch (median), and the member was back %.1[3]f s after that (medians of each run's own figures). A lost member counts from the deletion of its PVC, then its Pod (grace period 0), and is healed once its EtcdMember is gone and no longer in status.members (the operator removed it from etcd and promoted a new learner); for the lost volume, the EtcdMember's status.pvcName was cleared just before (a status write that never landed), so the operator makes a new empty PVC and a Pod on it, whose check-data init container refuses the empty volume (DataLost), and then replaces the member.%[4]s The target counts from the failure being visible to the operator; the figures count from the injection, so they include the kubelet failing the Pod and the quorum loss being detected. The reference is the plain etcd Pod deleted and recreated on its PVC of the rows above (the reference Pod, in the same runs).\n",
 		*version, r.failedSeen, r.failedAfter, r.quorumText())
+	fmt.Fprintf(&b, "\nDefragmentation runs on a 3-member cluster of its own on 1Gi volumes (a 320 MiB quota), created once the healed cluster is deleted, with spec.maintenance.defrag disabled and thresholds of 20%% and 1Mi. %[1]d values of 512 KiB are written, then written again, and the history compacted: each member holds %[2]d MiB of data and about as much of free pages. %[3]d clients of one connection each, which the Service's proxy puts on members at random, put a key every 20 ms with a 1 s timeout, like the writer of the rolling changes. After %.0[4]f s of settling, the longest time between two successful writes of each client over 10 s is the quiet figure; then the policy is enabled, the operator sees the thresholds met at once (the spec change brings a pass) and defragments the members one at a time, followers first, each taken out of the client Service 3 s before. The figures are the first member's (a follower): etcd's defragmentation time from status.maintenance.members, and the longest time between two successful writes of the clients whose connection goes to that member, around the time the status showed it in phase Defragmenting, beside the same clients' quiet figure (%[5]d clients on it in all, %[6]s; a run with none on it is left out). Clients on the other members waited up to %.2[7]f s (median of each run's longest): the drain keeps new connections off the member, but a connection a client already holds stays on it and waits for the defragmentation.\n",
+		defragValues, defragValues/2, defragProbes, settle.Seconds(), r.defragClients, runsText(r.defragRuns), r.defragOther)
 	return b.String()
 }
 
