@@ -438,7 +438,9 @@ type DefragRun struct {
 	// +optional
 	// +listType=atomic
 	Pending []string `json:"pending,omitempty"`
-	// Since is when the member's phase began.
+	// StartedAt is when the run began; Since when the member's phase began.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
 	// CompactedRevision is the revision a NOSPACE repair compacted to.
@@ -456,7 +458,8 @@ type MemberDefragStatus struct {
 	// SizeBefore and SizeAfter are the database file's size in bytes.
 	SizeBefore int64 `json:"sizeBefore"`
 	SizeAfter  int64 `json:"sizeAfter"`
-	// ReclaimedBytes is SizeBefore - SizeAfter.
+	// ReclaimedBytes is SizeBefore - SizeAfter, or 0 when the file did
+	// not shrink (a compact database can come out a page larger).
 	ReclaimedBytes int64 `json:"reclaimedBytes"`
 	// DurationMillis is how long etcd took to defragment.
 	DurationMillis int64 `json:"durationMillis"`

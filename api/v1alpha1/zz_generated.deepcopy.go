@@ -295,6 +295,10 @@ func (in *DefragRun) DeepCopyInto(out *DefragRun) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.StartedAt != nil {
+		in, out := &in.StartedAt, &out.StartedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Since != nil {
 		in, out := &in.Since, &out.Since
 		*out = (*in).DeepCopy()

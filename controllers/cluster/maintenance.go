@@ -56,12 +56,18 @@ func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error
 		}
 		run, scheduledAt, next := planDefrag(s, now)
 		if run == nil {
+			if s.nearQuota() {
+				// etcd has no watch for its alarms: a database close to its
+				// quota is looked at more often, so that a NOSPACE alarm is
+				// repaired soon after it is raised.
+				next = minTime(next, now.Add(nearQuotaInterval))
+			}
 			return untilNext(next, now, r.Options.HealthInterval), nil
 		}
 		if !scheduledAt.IsZero() {
 			st.LastScheduleTime = &metav1.Time{Time: scheduledAt}
 		}
-		run.Since = &metav1.Time{Time: now}
+		run.StartedAt, run.Since = &metav1.Time{Time: now}, &metav1.Time{Time: now}
 		st.Defrag = run
 		ctrl.LoggerFrom(ctx).Info("Defragmenting members", "reason", run.Reason, "members", run.Pending)
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DefragStarted", "Defragment", "Defragmenting %s one at a time (%s)", strings.Join(run.Pending, ", "), defragWhy(run.Reason))
@@ -141,6 +147,49 @@ func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, ne
 // noSpaceBackoff is how long after a NOSPACE repair the next one may
 // start, when the alarm comes straight back.
 const noSpaceBackoff = 5 * time.Minute
+
+// nearQuota is the share of its quota (in percent) from which a member's
+// database is checked every nearQuotaInterval rather than at each health
+// pass.
+const (
+	nearQuota         = 90
+	nearQuotaInterval = 10 * time.Second
+)
+
+// nearQuota says whether a member's database is close to its quota.
+func (s *scope) nearQuota() bool {
+	for _, m := range s.active() {
+		em, ok := s.inEtcd(m)
+		q := m.Spec.Options.QuotaBackendBytes
+		if st, healthy := s.health[em.ID]; ok && healthy && q != nil && *q > 0 && st.DBSize*100 >= *q*nearQuota {
+			return true
+		}
+	}
+	return false
+}
+
+// stillFull names the members whose database came out of this NOSPACE
+// run's defragmentation at or above their quota, or "".
+func (s *scope) stillFull(run *etcdv1.DefragRun) string {
+	var full []string
+	for _, rec := range s.maintenance().Members {
+		m := s.memberNamed(rec.Name)
+		if m == nil || rec.Reason != etcdv1.DefragForNoSpace || run.StartedAt == nil || rec.Time.Before(run.StartedAt) {
+			continue
+		}
+		if q := m.Spec.Options.QuotaBackendBytes; q != nil && *q > 0 && rec.SizeAfter >= *q {
+			full = append(full, fmt.Sprintf("member %s's database is %s, its quota %s", m.Name, etcd.FormatBytes(rec.SizeAfter), etcd.FormatBytes(*q)))
+		}
+	}
+	return strings.Join(full, "; ")
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
 
 // lastNoSpaceRepair is when the last NOSPACE repair defragmented a member.
 func (s *scope) lastNoSpaceRepair() time.Time {
@@ -269,7 +318,7 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 	em, _ := s.inEtcd(m)
 	if em.ID == s.leader && len(s.active()) > 1 {
 		if to, ok := s.successor(em.ID, nil); ok {
-			return r.moveLeader(ctx, s, m, to, etcdv1.ReasonDefragmenting, "defragment it")
+			return r.moveLeader(ctx, s, m, to, etcdv1.ReasonDefragmenting, "defragmenting")
 		}
 	}
 	before := s.health[em.ID]
@@ -302,11 +351,21 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
-// finishDefrag ends the run; a NOSPACE run disarms the alarm, once every
-// member's database is below the quota again.
+// finishDefrag ends the run; a NOSPACE run disarms the alarm when every
+// member's database came out of its defragmentation below its quota.
 func (r *Reconciler) finishDefrag(ctx context.Context, s *scope, st *etcdv1.MaintenanceStatus) (ctrl.Result, error) {
 	run := st.Defrag
 	if run.Reason == etcdv1.DefragForNoSpace {
+		if full := s.stillFull(run); full != "" {
+			// Disarming would let the next write raise the alarm again:
+			// the data does not fit its quota. The alarm stays, Degraded
+			// (NoSpace) says what to raise, and the repair is tried again
+			// after noSpaceBackoff.
+			ctrl.LoggerFrom(ctx).Info("The database is still at its quota after the repair", "members", full)
+			r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, "NoSpaceRemains", "Defragment", "After compacting to revision %d and defragmenting every member, %s: raise spec.storage.size (the default quota follows it) or spec.options.quotaBackendBytes; the NOSPACE alarm stays", run.CompactedRevision, full)
+			st.Defrag = nil
+			return ctrl.Result{RequeueAfter: noSpaceBackoff}, nil
+		}
 		for _, a := range s.alarms {
 			if a.Type != etcd.AlarmNoSpace {
 				continue

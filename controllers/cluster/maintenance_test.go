@@ -268,3 +268,37 @@ func TestClientServiceSelectsServingOnceEveryPodIsLabelled(t *testing.T) {
 		t.Errorf("selector %v went back", selector())
 	}
 }
+
+// TestNoSpaceRemains: when the databases are still at their quota after
+// compaction and defragmentation, the alarm is not disarmed (the next
+// write would raise it again), a Warning says what to raise, and no new
+// repair starts at once.
+func TestNoSpaceRemains(t *testing.T) {
+	t.Parallel()
+	e := newMaintEnv(t)
+	quota := *e.members()[0].Spec.Options.QuotaBackendBytes
+	for _, m := range e.members() {
+		e.fake().SetDBSize(m.Name, quota+(100<<20), quota+(10<<20))
+	}
+	e.fake().RaiseAlarm(e.leaderName(), etcd.AlarmNoSpace)
+	e.runMaintenance(60)
+	if got := len(e.fake().Defragmented()); got != 3 {
+		t.Fatalf("%d members defragmented, want 3", got)
+	}
+	if a, _ := e.fake().Alarms(context.Background()); len(a) != 1 {
+		t.Errorf("alarms %v, want the NOSPACE alarm kept", a)
+	}
+	if !slices.ContainsFunc(e.evs, func(ev string) bool { return strings.Contains(ev, "NoSpaceRemains") }) {
+		t.Errorf("no NoSpaceRemains event in %q", e.evs)
+	}
+	for range 5 {
+		e.mustReconcile()
+		e.playServing()
+	}
+	if got := len(e.fake().Defragmented()); got != 3 {
+		t.Errorf("%d defragmentations, want no new repair right after one", got)
+	}
+	if d := condition(e.cluster().Status.Conditions, etcdv1.ConditionDegraded); d.Reason != etcdv1.ReasonNoSpace {
+		t.Errorf("Degraded = %+v, want NoSpace", d)
+	}
+}
