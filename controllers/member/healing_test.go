@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -435,10 +436,16 @@ func TestPodLostWithItsNode(t *testing.T) {
 	tests := []struct {
 		name     string
 		deleted  time.Duration // how long ago the grace period ended
+		grace    int64         // the Pod's deletion grace period
 		wantLost bool
+		// wantDeletes: a Pod whose grace period is already 0 (its kubelet
+		// stopped the containers; something else keeps the object) is not
+		// deleted again.
+		wantDeletes int
 	}{
-		{name: "past the timeout", deleted: 2 * time.Minute, wantLost: true},
-		{name: "within the timeout", deleted: 10 * time.Second, wantLost: false},
+		{name: "past the timeout", deleted: 2 * time.Minute, grace: 30, wantLost: true, wantDeletes: 1},
+		{name: "past the timeout, grace period already 0", deleted: 2 * time.Minute, wantLost: true},
+		{name: "within the timeout", deleted: 10 * time.Second, grace: 30, wantLost: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -447,6 +454,7 @@ func TestPodLostWithItsNode(t *testing.T) {
 				p.Spec.NodeName = "node-gone"
 				p.Finalizers = []string{"test/keep"} // the fake client keeps a deleted object only with one
 				p.DeletionTimestamp = &metav1.Time{Time: time.Now().Add(-tt.deleted)}
+				p.DeletionGracePeriodSeconds = ptr.To(tt.grace)
 			})
 			e := newUnitEnv(t, m, pvc, pod)
 			e.r.LostPodTimeout = time.Minute
@@ -467,8 +475,8 @@ func TestPodLostWithItsNode(t *testing.T) {
 				}
 				return
 			}
-			if !strings.Contains(r.Message, "node-gone") || e.podDeletes != 1 {
-				t.Errorf("Ready = %+v and %d Pod deletes, want the node named and one delete", r, e.podDeletes)
+			if !strings.Contains(r.Message, "node-gone") || e.podDeletes != tt.wantDeletes {
+				t.Errorf("Ready = %+v and %d Pod deletes, want the node named and %d", r, e.podDeletes, tt.wantDeletes)
 			}
 			if evs := e.events(); !slices.ContainsFunc(evs, func(ev string) bool { return strings.HasPrefix(ev, "Warning PodLost ") }) {
 				t.Errorf("events %v, want PodLost", evs)

@@ -301,20 +301,25 @@ func (r *Reconciler) podLost(p *corev1.Pod, now time.Time) (string, time.Duratio
 }
 
 // releaseLostPod deletes a Pod lost with its node without waiting for its
-// kubelet, which will never answer; the member is replaced meanwhile.
+// kubelet, which will never answer, and says so once; the member is
+// replaced meanwhile.
 func (r *Reconciler) releaseLostPod(ctx context.Context, s *scope) (ctrl.Result, error) {
 	p := s.pod
-	if !s.dataLost || p == nil || p.DeletionTimestamp.IsZero() || (p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0) {
+	if !s.dataLost || p == nil || p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	if msg, _ := r.podLost(p, time.Now()); msg == "" {
 		return ctrl.Result{}, nil
 	}
-	ctrl.LoggerFrom(ctx).Info("Deleting a Pod lost with its node", "pod", p.Name, "node", p.Spec.NodeName)
-	if err := r.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("delete lost pod %s: %w", p.Name, err)
+	if p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 0 {
+		ctrl.LoggerFrom(ctx).Info("Deleting a Pod lost with its node", "pod", p.Name, "node", p.Spec.NodeName)
+		if err := r.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete lost pod %s: %w", p.Name, err)
+		}
 	}
-	r.Recorder.Eventf(s.member, p, corev1.EventTypeWarning, "PodLost", "Delete", "Pod %s on %s did not end within %s of its grace period; the member is replaced", p.Name, p.Spec.NodeName, r.LostPodTimeout)
+	if c := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionReady); c == nil || c.Reason != etcdv1.ReasonDataLost {
+		r.Recorder.Eventf(s.member, p, corev1.EventTypeWarning, "PodLost", "Delete", "Pod %s on %s did not end within %s of its grace period; the member is replaced", p.Name, p.Spec.NodeName, r.LostPodTimeout)
+	}
 	return ctrl.Result{}, nil
 }
 
