@@ -252,7 +252,7 @@ func (r *Reconciler) compactForNoSpace(ctx context.Context, s *scope, run *etcdv
 		rev = max(rev, st.Revision)
 	}
 	keep := resources.NoSpaceKeepRevisions
-	o := resources.MemberOptions(s.cluster)
+	o := resources.MemberOptions(s.cluster, s.legacyOptions())
 	if o.AutoCompactionMode == "revision" {
 		var n int64
 		if _, err := fmt.Sscan(o.AutoCompactionRetention, &n); err == nil {

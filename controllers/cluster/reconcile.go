@@ -298,6 +298,12 @@ func (r *Reconciler) ensurePDB(ctx context.Context, s *scope) (ctrl.Result, erro
 	return ctrl.Result{}, nil
 }
 
+// legacyOptions: the cluster's members were made before the operator
+// filled in default options (resources.MemberOptions): one has no quota.
+func (s *scope) legacyOptions() bool {
+	return slices.ContainsFunc(s.members, func(m *etcdv1.EtcdMember) bool { return m.Spec.Options.QuotaBackendBytes == nil })
+}
+
 // memberSpec is the spec of a member of the cluster.
 func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClusterState, initialCluster string) etcdv1.EtcdMemberSpec {
 	c, d := s.cluster, r.Options.ClusterDomain
@@ -313,7 +319,7 @@ func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClust
 		ClientURL:           resources.ClientURL(c, name, d),
 		Resources:           c.Spec.Resources,
 		PodTemplate:         c.Spec.PodTemplate,
-		Options:             resources.MemberOptions(c),
+		Options:             resources.MemberOptions(c, s.legacyOptions()),
 		TLS:                 memberTLS(c),
 		AgentImage:          r.Options.AgentImage,
 	}

@@ -989,3 +989,28 @@ func TestUpgradeTo37SnapshotsFirst(t *testing.T) {
 		t.Errorf("Downgrade calls = %d after the upgrade, want the 3 of the snapshots only", n)
 	}
 }
+
+// TestLegacyMembersKeepEtcdDefaults: members made before the operator
+// filled in default options (no quota in their spec) are not rolled to the
+// defaults: a smaller quota could put a running database over it.
+func TestLegacyMembersKeepEtcdDefaults(t *testing.T) {
+	t.Parallel()
+	e := newRollEnv(t, 3, "3.6.16", etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))})
+	for _, m := range e.members() {
+		m.Spec.Options = etcdv1.EtcdOptions{}
+		if err := e.c.Update(context.Background(), &m); err != nil {
+			t.Fatal(err)
+		}
+		e.setReady(m.Name, true, etcdv1.ReasonPodReady, "")
+	}
+	e.order = nil
+	e.rollToEnd(12)
+	if len(e.order) != 0 {
+		t.Errorf("members %v rolled to the default options", e.order)
+	}
+	for _, m := range e.members() {
+		if m.Spec.Options.QuotaBackendBytes != nil || m.Spec.Options.AutoCompactionMode != "" {
+			t.Errorf("%s options %+v, want none filled in", m.Name, m.Spec.Options)
+		}
+	}
+}

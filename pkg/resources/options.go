@@ -46,8 +46,18 @@ func DefaultQuota(size int64) int64 {
 // with: the spec's, with the defaults above for what it leaves out. They
 // are written into each EtcdMember, so that growing the storage (which
 // grows the default quota) is a rolling change like any other option.
-func MemberOptions(c *etcdv1.EtcdCluster) etcdv1.EtcdOptions {
+//
+// legacy is true for a cluster whose members were made before these
+// defaults (their options have no quota): it keeps etcd's own defaults (a
+// 2 GiB quota, no compaction). Bringing a smaller quota to a running
+// database could put it over its quota at the first write, and turning
+// compaction on would drop history its watchers may resume from. Setting
+// the options in the spec applies them.
+func MemberOptions(c *etcdv1.EtcdCluster, legacy bool) etcdv1.EtcdOptions {
 	o := *c.Spec.Options.DeepCopy()
+	if legacy {
+		return o
+	}
 	if o.QuotaBackendBytes == nil {
 		q := DefaultQuota(storageSize(c.Spec.Storage).Value())
 		o.QuotaBackendBytes = &q

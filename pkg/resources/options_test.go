@@ -32,6 +32,17 @@ func TestDefaultQuota(t *testing.T) {
 	}
 }
 
+// TestMemberOptionsLegacy: a cluster whose members predate the defaults
+// keeps the spec's options as they are (etcd's own defaults).
+func TestMemberOptionsLegacy(t *testing.T) {
+	t.Parallel()
+	c := &etcdv1.EtcdCluster{Spec: etcdv1.EtcdClusterSpec{Storage: etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))}, Options: etcdv1.EtcdOptions{SnapshotCount: ptr.To(int64(5))}}}
+	o := MemberOptions(c, true)
+	if o.QuotaBackendBytes != nil || o.AutoCompactionMode != "" || o.AutoCompactionRetention != "" || o.SnapshotCount == nil || *o.SnapshotCount != 5 {
+		t.Errorf("MemberOptions(legacy) = %+v, want the spec's options alone", o)
+	}
+}
+
 func TestMemberOptions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -57,7 +68,7 @@ func TestMemberOptions(t *testing.T) {
 				c.Spec.Storage.Size = ptr.To(resource.MustParse(tt.size))
 			}
 			before := c.DeepCopy()
-			o := MemberOptions(c)
+			o := MemberOptions(c, false)
 			if o.QuotaBackendBytes == nil || *o.QuotaBackendBytes != tt.wantQuota || o.AutoCompactionMode != tt.wantMode || o.AutoCompactionRetention != tt.wantRetain {
 				t.Errorf("MemberOptions = quota %d, mode %q, retention %q; want %d, %q, %q", ptr.Deref(o.QuotaBackendBytes, -1), o.AutoCompactionMode, o.AutoCompactionRetention, tt.wantQuota, tt.wantMode, tt.wantRetain)
 			}
