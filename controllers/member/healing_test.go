@@ -304,7 +304,7 @@ func TestDataRefusedMarksMemberDataLost(t *testing.T) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.InitContainerStatuses = []corev1.ContainerStatus{checkData(1, "exec format error", true)}
 		}},
-		{name: "etcd keeps exiting on a database it cannot open", wantErr: `refusing its data directory ("failed to open database"`, pod: func(p *corev1.Pod) {
+		{name: "etcd keeps exiting on a database it cannot open", wantErr: `refusing its data directory ("failed to open database": "invalid database"`, pod: func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{etcdExited(2, panicOpenDB)}
 		}},
 		{name: "etcd exited once on its database", pod: func(p *corev1.Pod) {
@@ -312,6 +312,14 @@ func TestDataRefusedMarksMemberDataLost(t *testing.T) {
 		}},
 		{name: "etcd keeps exiting on a flag", pod: func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{etcdExited(5, `{"level":"fatal","msg":"unknown flag: --bogus"}`)}
+		}},
+		{name: "etcd cannot open its database for want of permission", pod: func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{etcdExited(5, `{"level":"panic","msg":"failed to open database","error":"open /var/lib/etcd/data/member/snap/db: permission denied"}`)}
+		}},
+		{name: "etcd refused its database before and runs now", pod: func(p *corev1.Pod) {
+			cs := etcdExited(3, panicOpenDB)
+			cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 		}},
 		{name: "another init container refused", pod: func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending

@@ -241,22 +241,24 @@ func (r *Reconciler) replaceFailedPod(ctx context.Context, s *scope) (ctrl.Resul
 
 // dataRefused is the message of the member's check-data init container
 // when it refused the data directory (DataLost or ForeignData).
-// refusedDataMessages are what etcd says when it exits because its data
-// directory cannot be read: a database file that is not a bbolt file any
-// more, a snapshot or WAL whose checksums fail. A member whose etcd exits
-// with one of them again and again starts no better on its own: it is
-// replaced like a member whose data is lost, by a new member that takes
-// a copy from the leader.
-var refusedDataMessages = []string{
-	"failed to open database",
-	"failed to recover v3 backend from snapshot",
-	"failed to find database snapshot file",
-	"failed to open WAL",
-	"failed to read WAL",
-	"crc mismatch",
-	"failed to recover v2 store",
-	"database file is corrupted",
-}
+// etcd exits on a data directory it cannot read with one of
+// refusedDataContexts, and, when the data itself is damaged, one of
+// refusedDataCauses: a database file that is not a bbolt file any more, a
+// WAL or snapshot whose checksum fails. The same contexts also wrap errors
+// of the machine (permission denied, an I/O error, a full or read-only
+// disk), which a restart or a person may fix: those are not given up on.
+var (
+	refusedDataContexts = []string{
+		"failed to open database",
+		"failed to recover v3 backend from snapshot",
+		"failed to find database snapshot file",
+		"failed to open WAL",
+		"failed to read WAL",
+		"failed to recover v2 store",
+	}
+	refusedDataCauses = []string{"invalid database", "crc mismatch", "file size too small", "unexpected EOF", "invalid page type"}
+	machineErrors     = []string{"permission denied", "input/output error", "read-only file system", "no space left on device"}
+)
 
 // refusedDataRestarts is how many times etcd must have exited refusing
 // its data before the member is given up: once may be a disk that was
@@ -264,19 +266,31 @@ var refusedDataMessages = []string{
 const refusedDataRestarts = 2
 
 // etcdRefusedData says why the etcd container keeps exiting on its data,
-// from the end of its log the kubelet kept as the termination message,
-// or "" when it does not.
+// from the end of its log the kubelet kept as the termination message, or
+// "" when it does not: only while the container is backing off from a
+// crash loop (one that restarted and runs is fine), and only for damaged
+// data.
 func etcdRefusedData(p *corev1.Pod) string {
 	for _, cs := range p.Status.ContainerStatuses {
 		t := cs.LastTerminationState.Terminated
-		if cs.Name != resources.EtcdContainer || cs.RestartCount < refusedDataRestarts || t == nil || t.ExitCode == 0 {
+		w := cs.State.Waiting
+		if cs.Name != resources.EtcdContainer || cs.Ready || w == nil || w.Reason != "CrashLoopBackOff" ||
+			cs.RestartCount < refusedDataRestarts || t == nil || t.ExitCode == 0 {
 			continue
 		}
-		for _, msg := range refusedDataMessages {
-			if strings.Contains(t.Message, msg) {
-				return fmt.Sprintf("etcd exited %d times refusing its data directory (%q, exit code %d)", cs.RestartCount, msg, t.ExitCode)
+		contains := func(list []string) string {
+			for _, s := range list {
+				if strings.Contains(t.Message, s) {
+					return s
+				}
 			}
+			return ""
 		}
+		ctx, cause := contains(refusedDataContexts), contains(refusedDataCauses)
+		if ctx == "" || cause == "" || contains(machineErrors) != "" {
+			continue
+		}
+		return fmt.Sprintf("etcd exited %d times refusing its data directory (%q: %q, exit code %d)", cs.RestartCount, ctx, cause, t.ExitCode)
 	}
 	return ""
 }
