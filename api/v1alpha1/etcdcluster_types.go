@@ -12,7 +12,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.suspend) || !self.suspend || !has(self.storage) || !has(self.storage.medium) || self.storage.medium != 'Memory'",message="spec.suspend cannot be set on a cluster with spec.storage.medium Memory: its data lives only as long as its Pods; take a backup and delete the cluster instead"
 // +kubebuilder:validation:XValidation:rule="!self.version.matches('^3\\\\.[7-9]\\\\.') || !has(self.options) || !has(self.options.extraArgs) || self.options.extraArgs.all(k, !k.startsWith('experimental-'))",message="spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later: 3.7 removed them and would not start. Use the names 3.6 gave them (for example corrupt-check-time for experimental-corrupt-check-time)"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change: it only says how a new cluster starts"
-// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || quantity(string(self.storage.size)).asApproximateFloat() > double(self.options.quotaBackendBytes)",message="spec.options.quotaBackendBytes must be less than spec.storage.size (1Gi by default): the database would fill the volume before etcd raises its NOSPACE alarm, and the WAL and a defragmentation need room beside it. Leave it unset for the default (see the README, Maintenance)"
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || quantity(string(self.storage.size)).asApproximateFloat() > double(self.options.quotaBackendBytes == 0 ? 2147483648 : self.options.quotaBackendBytes)",message="spec.options.quotaBackendBytes (0 is etcd's default, 2 GiB) must be less than spec.storage.size (1Gi by default): the database would fill the volume before etcd raises its NOSPACE alarm, and the WAL and a defragmentation need room beside it. Leave it unset for the default (see the README, Maintenance)"
 type EtcdClusterSpec struct {
 	// Replicas is the number of etcd members. Odd numbers tolerate the most
 	// failures for their size; an even number is allowed and the status warns.
@@ -213,6 +213,8 @@ type PodMetadata struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.electionTimeoutMillis) ? self.electionTimeoutMillis : 1000) >= 5 * (has(self.heartbeatIntervalMillis) ? self.heartbeatIntervalMillis : 100)",message="spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis (etcd's defaults are 1000 and 100)"
 type EtcdOptions struct {
 	// QuotaBackendBytes is the backend size limit (--quota-backend-bytes).
+	// Unset, the operator's default for the volume (see the README,
+	// Maintenance); 0 is etcd's own default, 2 GiB.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	QuotaBackendBytes *int64 `json:"quotaBackendBytes,omitempty"`
@@ -443,6 +445,10 @@ type DefragRun struct {
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
+	// Attempts counts the failed defragmentations of Member; after 3 it is
+	// skipped in this run.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
 	// CompactedRevision is the revision a NOSPACE repair compacted to.
 	// +optional
 	CompactedRevision int64 `json:"compactedRevision,omitempty"`

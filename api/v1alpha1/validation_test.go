@@ -240,6 +240,8 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "quorum loss after 10s", patch: `{"spec":{"recovery":{"quorumLossAfter":"10s"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter", msgQuorumLossAfter}},
 		// spec.options.quotaBackendBytes below the volume; spec.maintenance
 		{name: "quota below the volume", patch: `{"spec":{"storage":{"size":"1Gi"},"options":{"quotaBackendBytes":536870912}}}`},
+		{name: "quota 0, etcd's own 2 GiB, above the volume", patch: `{"spec":{"options":{"quotaBackendBytes":0}}}`, wantErr: []string{msgQuotaVolume}},
+		{name: "quota 0, etcd's own 2 GiB, below the volume", patch: `{"spec":{"storage":{"size":"4Gi"},"options":{"quotaBackendBytes":0}}}`},
 		{name: "quota at the volume size", patch: `{"spec":{"storage":{"size":"1Gi"},"options":{"quotaBackendBytes":1073741824}}}`, wantErr: []string{msgQuotaVolume}},
 		{name: "quota above the volume size", patch: `{"spec":{"options":{"quotaBackendBytes":8589934592}}}`, wantErr: []string{msgQuotaVolume}},
 		{name: "defrag schedule and thresholds", patch: `{"spec":{"maintenance":{"defrag":{"schedule":"0 3 * * sun","minFreePercent":30,"minFreeBytes":"10Mi"}}}}`},
@@ -366,7 +368,7 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "65 extra args", spec: manyArgs(65), wantErr: []string{"spec.options.extraArgs", msgAtMost64Args}},
 
 		// spec.options ranges and enums
-		{name: "quota of zero", spec: options(etcdv1.EtcdOptions{QuotaBackendBytes: ptr.To[int64](0)})},
+		{name: "quota of zero on the default 1Gi volume", spec: options(etcdv1.EtcdOptions{QuotaBackendBytes: ptr.To[int64](0)}), wantErr: []string{msgQuotaVolume}},
 		{name: "negative quota", spec: options(etcdv1.EtcdOptions{QuotaBackendBytes: ptr.To[int64](-1)}), wantErr: []string{"spec.options.quotaBackendBytes", msgAtLeastZero}},
 		{name: "periodic compaction", spec: options(etcdv1.EtcdOptions{AutoCompactionMode: "periodic", AutoCompactionRetention: "1h"})},
 		{name: "revision compaction", spec: options(etcdv1.EtcdOptions{AutoCompactionMode: "revision", AutoCompactionRetention: "1000"})},

@@ -93,8 +93,8 @@ func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error
 		run.Member, run.Phase = "", ""
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
-	if !s.allHealthyVoters() {
-		s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForHealth, fmt.Sprintf("Defragmentation of %s waits for every member to be a healthy voter", m.Name)
+	if !s.canDefragNow() {
+		s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForHealth, fmt.Sprintf("Defragmentation of %s waits for every member to be a healthy voter, with no rollout, scaling or recovery under way", m.Name)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
 	switch run.Phase {
@@ -105,6 +105,57 @@ func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error
 	default: // Restoring
 		return r.drain(ctx, s, run, m, false)
 	}
+}
+
+// undrain puts back into the client Service every drained member that the
+// run under way is not about to defragment now: one left drained by a run
+// that cannot go on (a rollout, scaling, a replacement or a recovery came
+// first, a member is unhealthy, the cluster is being suspended), or by a
+// run that is gone. It runs before the steps that may hold the rest of
+// the pass back, so that nothing keeps a member out of the Service while
+// the run waits. The run's member drains again when the run resumes.
+func (r *Reconciler) undrain(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var run *etcdv1.DefragRun
+	if s.cluster.Status.Maintenance != nil {
+		run = s.cluster.Status.Maintenance.Defrag
+	}
+	keep := ""
+	if run != nil && (run.Phase == etcdv1.DefragDraining || run.Phase == etcdv1.DefragDefragmenting) && s.canDefragNow() {
+		keep = run.Member
+	}
+	for _, m := range s.active() {
+		if !m.Spec.Drained || m.Name == keep {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Putting a drained member back into the client Service: its defragmentation cannot go on now", "member", m.Name)
+		if err := r.setDrained(ctx, s, m, false); err != nil {
+			return ctrl.Result{}, err
+		}
+		if run != nil && run.Member == m.Name && run.Phase != etcdv1.DefragRestoring {
+			run.Phase, run.Since = etcdv1.DefragDraining, &metav1.Time{Time: time.Now()}
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// canDefragNow: a defragmentation may go on: every member a healthy voter,
+// as many as the spec asks for, no rollout or recovery, not suspending.
+func (s *scope) canDefragNow() bool {
+	return s.formed && !s.suspending && s.allHealthyVoters() && len(s.active()) == s.desired &&
+		s.cluster.Status.Rollout == nil && !recovering(s.cluster)
+}
+
+// setDrained writes the member's spec.drained.
+func (r *Reconciler) setDrained(ctx context.Context, s *scope, m *etcdv1.EtcdMember, drained bool) error {
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Spec.Drained = drained
+	if err := r.Patch(ctx, m, patch); err != nil {
+		return fmt.Errorf("set spec.drained of %s to %t: %w", m.Name, drained, err)
+	}
+	if base, ok := s.memberBases[m.Name]; ok {
+		base.ResourceVersion, base.Generation, base.Spec.Drained = m.ResourceVersion, m.Generation, drained
+	}
+	return nil
 }
 
 // planDefrag is the run the policy (or a NOSPACE alarm) asks for now, if
@@ -131,7 +182,10 @@ func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, ne
 			if t := s.maintenance().LastScheduleTime; t != nil {
 				last = t.Time
 			}
-			due, at, n := schedule.Decide(sched, s.cluster.CreationTimestamp.Time, last, now, 0)
+			// A run missed by more than scheduleDeadline (the cluster was
+			// busy or unhealthy, or the schedule was just set) waits for
+			// the next time rather than starting at an odd hour.
+			due, at, n := schedule.Decide(sched, s.cluster.CreationTimestamp.Time, last, now, scheduleDeadline)
 			next = n
 			if due {
 				return &etcdv1.DefragRun{Reason: etcdv1.DefragForSchedule, Pending: s.defragOrder(nil)}, at, next
@@ -143,6 +197,13 @@ func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, ne
 	}
 	return nil, time.Time{}, next
 }
+
+// scheduleDeadline is how late a scheduled defragmentation may start.
+const scheduleDeadline = time.Hour
+
+// defragAttempts is how many times one member's defragmentation may fail
+// before the run gives up on that member and goes on.
+const defragAttempts = 3
 
 // noSpaceBackoff is how long after a NOSPACE repair the next one may
 // start, when the alarm comes straight back.
@@ -160,8 +221,8 @@ const (
 func (s *scope) nearQuota() bool {
 	for _, m := range s.active() {
 		em, ok := s.inEtcd(m)
-		q := m.Spec.Options.QuotaBackendBytes
-		if st, healthy := s.health[em.ID]; ok && healthy && q != nil && *q > 0 && st.DBSize*100 >= *q*nearQuota {
+		q := resources.EffectiveQuota(m.Spec.Options.QuotaBackendBytes)
+		if st, healthy := s.health[em.ID]; ok && healthy && st.DBSize*100 >= q*nearQuota {
 			return true
 		}
 	}
@@ -177,8 +238,8 @@ func (s *scope) stillFull(run *etcdv1.DefragRun) string {
 		if m == nil || rec.Reason != etcdv1.DefragForNoSpace || run.StartedAt == nil || rec.Time.Before(run.StartedAt) {
 			continue
 		}
-		if q := m.Spec.Options.QuotaBackendBytes; q != nil && *q > 0 && rec.SizeAfter >= *q {
-			full = append(full, fmt.Sprintf("member %s's database is %s, its quota %s", m.Name, etcd.FormatBytes(rec.SizeAfter), etcd.FormatBytes(*q)))
+		if q := resources.EffectiveQuota(m.Spec.Options.QuotaBackendBytes); rec.SizeAfter >= q {
+			full = append(full, fmt.Sprintf("member %s's database is %s, its quota %s", m.Name, etcd.FormatBytes(rec.SizeAfter), etcd.FormatBytes(q)))
 		}
 	}
 	return strings.Join(full, "; ")
@@ -259,6 +320,10 @@ func (r *Reconciler) compactForNoSpace(ctx context.Context, s *scope, run *etcdv
 			keep = max(keep, n)
 		}
 	}
+	if rev == 0 {
+		s.waiting, s.waitingMsg = etcdv1.ReasonDefragmenting, "The NOSPACE repair waits for a member to report etcd's revision"
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
 	to := rev - keep
 	if to > 0 {
 		ctrl.LoggerFrom(ctx).Info("Compacting for a NOSPACE alarm", "revision", to)
@@ -280,18 +345,17 @@ func (r *Reconciler) compactForNoSpace(ctx context.Context, s *scope, run *etcdv
 // member is then given DrainDelay for the endpoints and the Service's
 // proxies to drop it.
 func (r *Reconciler) drain(ctx context.Context, s *scope, run *etcdv1.DefragRun, m *etcdv1.EtcdMember, out bool) (ctrl.Result, error) {
-	if out && len(s.active()) == 1 {
+	if out && (len(s.active()) == 1 || !s.servingOnly) {
+		// Nowhere else to send clients, or a client Service that does not
+		// select on the serving label yet (Pods made before it existed):
+		// draining would change nothing, so the member is defragmented in
+		// place.
 		run.Phase, run.Since = etcdv1.DefragDefragmenting, &metav1.Time{Time: time.Now()}
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
 	if m.Spec.Drained != out {
-		patch := client.MergeFrom(m.DeepCopy())
-		m.Spec.Drained = out
-		if err := r.Patch(ctx, m, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("set spec.drained of %s to %t: %w", m.Name, out, err)
-		}
-		if base, ok := s.memberBases[m.Name]; ok {
-			base.ResourceVersion, base.Generation, base.Spec.Drained = m.ResourceVersion, m.Generation, out
+		if err := r.setDrained(ctx, s, m, out); err != nil {
+			return ctrl.Result{}, err
 		}
 		// The member's Serving condition brings the next pass.
 		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
@@ -331,8 +395,18 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 	cancel()
 	observe("defragment", err)
 	if err != nil {
-		return r.notYet(s, err, etcdv1.ReasonDefragmenting, fmt.Sprintf("defragment %s", m.Name))
+		run.Attempts++
+		if run.Attempts < defragAttempts {
+			return r.notYet(s, err, etcdv1.ReasonDefragmenting, fmt.Sprintf("defragment %s (attempt %d of %d)", m.Name, run.Attempts, defragAttempts))
+		}
+		// Given up on for this run: the member goes back into the client
+		// Service and the run goes on with the next.
+		log.Info("Giving up defragmenting member", "member", m.Name, "error", err.Error())
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "DefragFailed", "Defragment", "Defragmenting %s failed %d times (%v); it is skipped in this run", m.Name, run.Attempts, err)
+		run.Attempts, run.Phase, run.Since = 0, etcdv1.DefragRestoring, &metav1.Time{Time: time.Now()}
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
+	run.Attempts = 0
 	sctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
 	after, err := s.client.Status(sctx, m.Spec.ClientURL)
 	cancel()
@@ -356,6 +430,10 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 func (r *Reconciler) finishDefrag(ctx context.Context, s *scope, st *etcdv1.MaintenanceStatus) (ctrl.Result, error) {
 	run := st.Defrag
 	if run.Reason == etcdv1.DefragForNoSpace {
+		if !s.alarmsKnown {
+			// Only etcd's own list says which alarms to clear.
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		}
 		if full := s.stillFull(run); full != "" {
 			// Disarming would let the next write raise the alarm again:
 			// the data does not fit its quota. The alarm stays, Degraded

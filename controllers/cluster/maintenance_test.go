@@ -302,3 +302,85 @@ func TestNoSpaceRemains(t *testing.T) {
 		t.Errorf("Degraded = %+v, want NoSpace", d)
 	}
 }
+
+// TestDrainedMemberPutBackWhenTheRunWaits: a member drained for a
+// defragmentation goes back into the client Service as soon as the run
+// cannot go on (here another member stops answering), and drains again
+// when it resumes; the run then ends with no member drained.
+func TestDrainedMemberPutBackWhenTheRunWaits(t *testing.T) {
+	t.Parallel()
+	e := newMaintEnv(t)
+	leader := e.leaderName()
+	for _, m := range e.members() {
+		e.fake().SetDBSize(m.Name, 40<<20, 10<<20)
+	}
+	e.fake().RaiseAlarm(leader, etcd.AlarmNoSpace)
+	drained := ""
+	for range 30 {
+		e.mustReconcile()
+		e.playServing()
+		for _, m := range e.members() {
+			if m.Spec.Drained {
+				drained = m.Name
+			}
+		}
+		if drained != "" {
+			break
+		}
+	}
+	if drained == "" {
+		t.Fatal("no member drained")
+	}
+	var other string
+	for _, m := range e.members() {
+		if m.Name != drained && m.Name != leader {
+			other = m.Name
+		}
+	}
+	if other == "" {
+		other = leader
+	}
+	e.fake().SetHealthy(other, false)
+	e.mustReconcile()
+	if e.member(drained).Spec.Drained {
+		t.Fatalf("%s still drained while %s does not answer", drained, other)
+	}
+	if run := e.cluster().Status.Maintenance.Defrag; run == nil || run.Member != drained || run.Phase != etcdv1.DefragDraining {
+		t.Errorf("run = %+v, want %s back to Draining", run, drained)
+	}
+	e.fake().SetHealthy(other, true)
+	e.runMaintenance(60)
+	if got := e.fake().Defragmented(); len(got) != 3 {
+		t.Errorf("defragmented %v, want every member once the run resumed", got)
+	}
+	for _, m := range e.members() {
+		if m.Spec.Drained {
+			t.Errorf("%s still drained after the run", m.Name)
+		}
+	}
+}
+
+// TestDefragGivesUpOnAMember: a member whose defragmentation fails three
+// times is put back into the client Service and skipped, with a warning;
+// the run goes on with the others.
+func TestDefragGivesUpOnAMember(t *testing.T) {
+	t.Parallel()
+	e := newMaintEnv(t)
+	for _, m := range e.members() {
+		e.fake().SetDBSize(m.Name, 40<<20, 10<<20)
+	}
+	e.fake().RaiseAlarm(e.leaderName(), etcd.AlarmNoSpace)
+	e.fake().FailNext("Defragment", etcd.ErrUnreachable, etcd.ErrUnreachable, etcd.ErrUnreachable)
+	e.runMaintenance(80)
+	if got := e.fake().Defragmented(); len(got) != 2 {
+		t.Errorf("defragmented %v, want the two members that did not fail", got)
+	}
+	if !slices.ContainsFunc(e.evs, func(ev string) bool { return strings.Contains(ev, "DefragFailed") }) {
+		t.Errorf("no DefragFailed event in %q", e.evs)
+	}
+	for _, m := range e.members() {
+		if m.Spec.Drained {
+			t.Errorf("%s still drained", m.Name)
+		}
+	}
+}

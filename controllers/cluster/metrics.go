@@ -78,9 +78,6 @@ var (
 	memberDefragLabels = []string{"namespace", "name", "member", "reason"}
 )
 
-// etcdDefaultQuota is the quota etcd applies for --quota-backend-bytes=0.
-const etcdDefaultQuota = int64(2) << 30
-
 // dbSizeTTL is how long a database size stays reported after the health
 // check that measured it.
 const dbSizeTTL = 5 * time.Minute
@@ -110,7 +107,7 @@ func recordDBSizes(s *scope) {
 	for _, m := range s.members {
 		if em, ok := s.inEtcd(m); ok {
 			if st, ok := s.health[em.ID]; ok {
-				members[m.Name] = memberDB{size: st.DBSize, inUse: st.DBSizeInUse, quota: quotaOf(m)}
+				members[m.Name] = memberDB{size: st.DBSize, inUse: st.DBSizeInUse, quota: resources.EffectiveQuota(m.Spec.Options.QuotaBackendBytes)}
 			}
 		}
 	}
@@ -120,20 +117,6 @@ func recordDBSizes(s *scope) {
 		return
 	}
 	dbSizes.Store(key, dbSizeRecord{at: time.Now(), members: members})
-}
-
-// quotaOf is the quota a member's etcd enforces: its spec's, which the
-// cluster controller always fills, and etcd's own default for 0. It is 0
-// for a member whose spec has none yet (written before quotas were).
-func quotaOf(m *etcdv1.EtcdMember) int64 {
-	q := m.Spec.Options.QuotaBackendBytes
-	switch {
-	case q == nil:
-		return 0
-	case *q == 0:
-		return etcdDefaultQuota
-	}
-	return *q
 }
 
 // clusterCollector reports every EtcdCluster the cache holds.

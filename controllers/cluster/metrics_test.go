@@ -137,11 +137,13 @@ func TestMetricsRecordDBSizes(t *testing.T) {
 		health:  map[uint64]etcd.Status{1: {DBSize: 4096, DBSizeInUse: 4096}},
 		want:    map[string]memberDB{"z-a": {size: 4096, inUse: 4096, quota: 2 << 30}},
 	}, {
-		name:    "no quota in the spec yet",
+		// A member made before the operator filled in quotas runs
+		// etcd's own default.
+		name:    "no quota in the spec",
 		members: []*etcdv1.EtcdMember{member("n-a", nil)},
 		list:    []etcd.Member{listed(1, "n-a")},
 		health:  map[uint64]etcd.Status{1: {DBSize: 4096, DBSizeInUse: 1024}},
-		want:    map[string]memberDB{"n-a": {size: 4096, inUse: 1024}},
+		want:    map[string]memberDB{"n-a": {size: 4096, inUse: 1024, quota: 2 << 30}},
 	}, {
 		name:    "members that did not answer or etcd does not list",
 		members: []*etcdv1.EtcdMember{member("s-a", ptr.To[int64](1<<30)), member("s-b", ptr.To[int64](1<<30)), member("s-c", ptr.To[int64](1<<30))},

@@ -73,6 +73,10 @@ type scope struct {
 	// stuck says why a rollout stopped, for the Degraded condition.
 	stuck string
 
+	// servingOnly: the client Service selects on the serving label, so a
+	// drained member gets no new connections.
+	servingOnly bool
+
 	// suspending: spec.suspend asks to stop the members; changes under way
 	// end but none starts. suspended: the backup controller said Suspended
 	// for this generation, so the members' Pods stop and nothing is done.
@@ -123,7 +127,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //  1. Services and PDB; 2. PVCs follow spec.storage.size;
 //  3. wait for the certificates of a new cluster (and for the checked
 //     snapshot of a restored one), 4. bootstrap it; 5. learn etcd's view (and recover a lost quorum:
-//     recovery.go);
+//     recovery.go), and put back into the client Service a member whose
+//     defragmentation cannot go on now (maintenance.go);
 //  6. wait for the certificates of this generation; 7. finish removals;
 //  8. replace lost and corrupt members; 9. plan the version change (enable or cancel
 //     an etcd downgrade); 10. scale down; 11. scale up: create the
@@ -144,7 +149,7 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 			r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-		r.bootstrap, r.observeEtcd, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
+		r.bootstrap, r.observeEtcd, r.undrain, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
 		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.finishRecovery, r.maintain, r.healthCheckLater}
 }
 
@@ -208,6 +213,7 @@ func (r *Reconciler) ensureServices(ctx context.Context, s *scope) (ctrl.Result,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	s.servingOnly = servingOnly
 	for _, want := range []*corev1.Service{resources.PeerService(s.cluster), resources.ClientService(s.cluster, servingOnly)} {
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)

@@ -74,9 +74,7 @@ func setMembers(s *scope) {
 		prev[ms.Name] = ms
 	}
 	for _, m := range s.members {
-		if q := m.Spec.Options.QuotaBackendBytes; q != nil {
-			quotas[m.Name] = *q
-		}
+		quotas[m.Name] = resources.EffectiveQuota(m.Spec.Options.QuotaBackendBytes)
 	}
 	members := make([]etcdv1.ClusterMemberStatus, 0, len(s.etcdList))
 	var versions []string

@@ -29,6 +29,17 @@ const (
 	NoSpaceKeepRevisions = int64(1000)
 )
 
+// EtcdDefaultQuota is the quota etcd enforces when none is set, or 0.
+const EtcdDefaultQuota = int64(2) << 30
+
+// EffectiveQuota is the quota etcd enforces for a member's options.
+func EffectiveQuota(q *int64) int64 {
+	if q == nil || *q <= 0 {
+		return EtcdDefaultQuota
+	}
+	return *q
+}
+
 // DefaultQuota is the backend quota for a volume of size bytes: half of
 // what is left after the WAL's reserve (384 MiB, or half of a smaller
 // volume), capped at MaxDefaultQuota. Half, because the database
