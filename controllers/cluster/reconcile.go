@@ -146,7 +146,7 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 		return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage}
 	case s.suspending:
 		return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-			r.bootstrap, r.observeEtcd, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
+			r.bootstrap, r.observeEtcd, r.undrain, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
 		r.bootstrap, r.observeEtcd, r.undrain, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
