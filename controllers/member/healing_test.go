@@ -445,6 +445,7 @@ func TestPodLostWithItsNode(t *testing.T) {
 		name     string
 		deleted  time.Duration // how long ago the grace period ended
 		grace    int64         // the Pod's deletion grace period
+		node     string        // the Pod's node; node-ok exists and is Ready
 		wantLost bool
 		// wantDeletes: a Pod whose grace period is already 0 (its kubelet
 		// stopped the containers; something else keeps the object) is not
@@ -454,17 +455,23 @@ func TestPodLostWithItsNode(t *testing.T) {
 		{name: "past the timeout", deleted: 2 * time.Minute, grace: 30, wantLost: true, wantDeletes: 1},
 		{name: "past the timeout, grace period already 0", deleted: 2 * time.Minute, wantLost: true},
 		{name: "within the timeout", deleted: 10 * time.Second, grace: 30, wantLost: false},
+		{name: "past the timeout on a Ready node", node: "node-ok", deleted: 2 * time.Minute, grace: 30, wantLost: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			m, pvc, pod := runningMember(func(p *corev1.Pod) {
 				p.Spec.NodeName = "node-gone"
+				if tt.node != "" {
+					p.Spec.NodeName = tt.node
+				}
 				p.Finalizers = []string{"test/keep"} // the fake client keeps a deleted object only with one
 				p.DeletionTimestamp = &metav1.Time{Time: time.Now().Add(-tt.deleted)}
 				p.DeletionGracePeriodSeconds = ptr.To(tt.grace)
 			})
-			e := newUnitEnv(t, m, pvc, pod)
+			ready := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-ok"},
+				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			e := newUnitEnv(t, m, pvc, pod, ready)
 			e.r.LostPodTimeout = time.Minute
 			res, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)})
 			if err != nil {

@@ -128,7 +128,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", m.Name, err)
 	}
 	if s.dataRefused == "" && s.pod != nil {
-		s.dataRefused, s.lostCheck = r.podLost(s.pod, time.Now())
+		s.dataRefused, s.lostCheck = r.podLost(ctx, s.pod, time.Now())
 	}
 	if s.dataRefused != "" {
 		// The check before etcd found no data, or another member's, under a
@@ -297,8 +297,12 @@ func etcdRefusedData(p *corev1.Pod) string {
 
 // podLost says why a Pod that has been terminating for LostPodTimeout past
 // its grace period counts as lost with its node, or "" and how soon to
-// look again while it is terminating.
-func (r *Reconciler) podLost(p *corev1.Pod, now time.Time) (string, time.Duration) {
+// look again while it is terminating. A Pod whose node is there and Ready
+// is not lost, however long it takes (a volume slow to unmount): the
+// node is read straight from the API server when the operator may read
+// Nodes; where it may not (an install limited to some namespaces), the
+// timeout alone decides.
+func (r *Reconciler) podLost(ctx context.Context, p *corev1.Pod, now time.Time) (string, time.Duration) {
 	if r.LostPodTimeout <= 0 || p.DeletionTimestamp.IsZero() {
 		return "", 0
 	}
@@ -310,8 +314,31 @@ func (r *Reconciler) podLost(p *corev1.Pod, now time.Time) (string, time.Duratio
 	node := p.Spec.NodeName
 	if node == "" {
 		node = "no node"
+	} else if r.nodeReady(ctx, node) {
+		return "", r.LostPodTimeout
 	}
 	return fmt.Sprintf("Pod %s on %s has been terminating for %s past its grace period: its node does not confirm its end (node lost?)", p.Name, node, stuck.Round(time.Second)), 0
+}
+
+// nodeReady says whether the node exists, is not being deleted, and is
+// Ready; false also when it cannot be read.
+func (r *Reconciler) nodeReady(ctx context.Context, name string) bool {
+	if r.APIReader == nil {
+		return false
+	}
+	n := &corev1.Node{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		return false
+	}
+	if !n.DeletionTimestamp.IsZero() {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // releaseLostPod deletes a Pod lost with its node without waiting for its
@@ -322,7 +349,7 @@ func (r *Reconciler) releaseLostPod(ctx context.Context, s *scope) (ctrl.Result,
 	if !s.dataLost || p == nil || p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	if msg, _ := r.podLost(p, time.Now()); msg == "" {
+	if msg, _ := r.podLost(ctx, p, time.Now()); msg == "" {
 		return ctrl.Result{}, nil
 	}
 	if p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 0 {
