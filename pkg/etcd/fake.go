@@ -90,15 +90,20 @@ func (f *Fake) Start(peerURL, name, clientURL string, inSync bool) {
 	}
 }
 
-// SetHealthy makes the named member answer or not.
-func (f *Fake) SetHealthy(name string, healthy bool) {
+// setNamed changes the named member.
+func (f *Fake) setNamed(name string, set func(*fakeMember)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, m := range f.members {
 		if m.Name == name {
-			m.healthy = healthy
+			set(m)
 		}
 	}
+}
+
+// SetHealthy makes the named member answer or not.
+func (f *Fake) SetHealthy(name string, healthy bool) {
+	f.setNamed(name, func(m *fakeMember) { m.healthy = healthy })
 }
 
 // SetInSync says whether the learner with this peer URL caught up.
@@ -187,37 +192,19 @@ func (f *Fake) SetVersion(name, version string) {
 // SetLag makes the named member's applied index trail the leader's
 // committed index by lag entries.
 func (f *Fake) SetLag(name string, lag uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, m := range f.members {
-		if m.Name == name {
-			m.lag = lag
-		}
-	}
+	f.setNamed(name, func(m *fakeMember) { m.lag = lag })
 }
 
 // SetRaftIndex makes the named member report index as its committed raft
 // index (its applied index trails by its lag, its revision is half).
 func (f *Fake) SetRaftIndex(name string, index uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, m := range f.members {
-		if m.Name == name {
-			m.index = index
-		}
-	}
+	f.setNamed(name, func(m *fakeMember) { m.index = index })
 }
 
 // SetDBSize makes the named member report a database file of size bytes,
 // inUse of them holding data.
 func (f *Fake) SetDBSize(name string, size, inUse int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, m := range f.members {
-		if m.Name == name {
-			m.dbSize, m.inUse = size, inUse
-		}
-	}
+	f.setNamed(name, func(m *fakeMember) { m.dbSize, m.inUse = size, inUse })
 }
 
 // Defragmented lists the members defragmented so far, in order.
@@ -265,13 +252,7 @@ func (f *Fake) Defragment(_ context.Context, endpoint string) error {
 // SetStorageVersion makes the named member report version as its data
 // format, whatever its version and the downgrade say ("" lets them again).
 func (f *Fake) SetStorageVersion(name, version string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, m := range f.members {
-		if m.Name == name {
-			m.storage = version
-		}
-	}
+	f.setNamed(name, func(m *fakeMember) { m.storage = version })
 }
 
 // DowngradeTarget is the minor an enabled downgrade goes to, or "".
