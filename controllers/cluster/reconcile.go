@@ -209,21 +209,35 @@ func (r *Reconciler) createOwned(ctx context.Context, s *scope, obj client.Objec
 // ensureServices creates the peer and client Services and keeps their
 // selector and ports.
 func (r *Reconciler) ensureServices(ctx context.Context, s *scope) (ctrl.Result, error) {
-	servingOnly, err := r.podsLabelledServing(ctx, s)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s.servingOnly = servingOnly
-	for _, want := range []*corev1.Service{resources.PeerService(s.cluster), resources.ClientService(s.cluster, servingOnly)} {
+	c := s.cluster
+	for _, svc := range []struct {
+		name string
+		want func(have *corev1.Service) (*corev1.Service, error)
+	}{
+		{resources.PeerServiceName(c.Name), func(*corev1.Service) (*corev1.Service, error) { return resources.PeerService(c), nil }},
+		{resources.ClientServiceName(c.Name), func(have *corev1.Service) (*corev1.Service, error) {
+			var err error
+			s.servingOnly, err = r.selectsServing(ctx, s, have)
+			return resources.ClientService(c, s.servingOnly), err
+		}},
+	} {
 		have := &corev1.Service{}
-		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: svc.name}, have)
+		if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("get service %s: %w", svc.name, err)
+		}
+		found := err == nil
+		if !found {
+			have = nil
+		}
+		want, err := svc.want(have)
 		switch {
-		case apierrors.IsNotFound(err):
+		case err != nil:
+			return ctrl.Result{}, err
+		case !found:
 			if err := r.createOwned(ctx, s, want); err != nil {
 				return ctrl.Result{}, err
 			}
-		case err != nil:
-			return ctrl.Result{}, fmt.Errorf("get service %s: %w", want.Name, err)
 		case !servicesMatch(have, want):
 			have.Spec.Selector, have.Spec.Ports, have.Spec.PublishNotReadyAddresses = want.Spec.Selector, want.Spec.Ports, want.Spec.PublishNotReadyAddresses
 			if err := r.Update(ctx, have); err != nil {
@@ -234,15 +248,11 @@ func (r *Reconciler) ensureServices(ctx context.Context, s *scope) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-// podsLabelledServing says whether the client Service may select on the
-// serving label: it does already, or every member Pod carries the label.
-func (r *Reconciler) podsLabelledServing(ctx context.Context, s *scope) (bool, error) {
-	svc := &corev1.Service{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: resources.ClientServiceName(s.cluster.Name)}, svc)
-	if client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("get client service: %w", err)
-	}
-	if err == nil && svc.Spec.Selector[etcdv1.ServingLabel] == "true" {
+// selectsServing says whether the client Service (have, nil before it
+// exists) may select on the serving label: it does already, or every
+// member Pod carries the label.
+func (r *Reconciler) selectsServing(ctx context.Context, s *scope, have *corev1.Service) (bool, error) {
+	if have != nil && have.Spec.Selector[etcdv1.ServingLabel] == "true" {
 		return true, nil
 	}
 	pods := &corev1.PodList{}
