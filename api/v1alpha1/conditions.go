@@ -22,6 +22,11 @@ package v1alpha1
 //	| EtcdMember  | Serving      | controllers/member  |
 //	| EtcdBackup  | Complete     | controllers/backup  |
 //	| EtcdBackup  | Failed       | controllers/backup  |
+//
+// Data read behind another controller's condition: the cluster controller
+// reads status.tls behind TLSReady, status.restore behind RestoreReady, and
+// an EtcdBackup's status (key, sha256, revision) behind its Complete, to
+// restore a cluster that lost its quorum from its newest backup.
 const (
 	// ConditionAvailable is True while a quorum of voting members is healthy,
 	// so the cluster serves reads and writes.
@@ -186,6 +191,10 @@ const (
 	ReasonPromotingLearner = "PromotingLearner"
 	// ReasonScalingDown: a member is being removed (Progressing True).
 	ReasonScalingDown = "ScalingDown"
+	// ReasonRestoringBackup: a lost quorum is recovered from a backup; the
+	// old members go and a new cluster starts from the snapshot
+	// (Progressing True).
+	ReasonRestoringBackup = "RestoringBackup"
 	// ReasonReplacingMember: a member that lost its data is being replaced.
 	ReasonReplacingMember = "ReplacingMember"
 	// ReasonWaitingForHealth: etcd refuses membership changes until every

@@ -481,7 +481,9 @@ const (
 	QuorumLossManual QuorumLossPolicy = "Manual"
 	// QuorumLossAutomatic: once the loss has lasted quorumLossAfter and the
 	// members gone do not answer either, the operator restarts the
-	// reachable member with the highest raft index alone from its own data.
+	// reachable member with the highest raft index alone from its own data;
+	// when every member has lost its data, it restores the newest Complete
+	// EtcdBackup of the cluster.
 	QuorumLossAutomatic QuorumLossPolicy = "Automatic"
 )
 
@@ -502,14 +504,26 @@ type RecoverySpec struct {
 // RecoveryStatus is what the last quorum recovery did.
 type RecoveryStatus struct {
 	// Phase: Forcing (the chosen member restarts alone from its data with
-	// etcd's --force-new-cluster), Regrowing (it runs alone; new members
-	// join as learners), Done.
+	// etcd's --force-new-cluster), Restoring (the members go, their volumes
+	// kept, and a new cluster starts from a backup), Regrowing (the cluster
+	// runs with one member; new members join as learners), Done.
 	Phase string `json:"phase"`
-	// Member the cluster restarted from.
-	Member string `json:"member"`
-	// Revision and RaftIndex that member held when it was chosen.
-	Revision  int64  `json:"revision"`
-	RaftIndex uint64 `json:"raftIndex"`
+	// Member the cluster restarted from, when it restarted from a member.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// Backup is the EtcdBackup the cluster was restored from, when it was
+	// restored from a backup.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// Snapshot is the EtcdBackup of the chosen member taken before it was
+	// forced (when spec.backup names a destination).
+	// +optional
+	Snapshot string `json:"snapshot,omitempty"`
+	// Revision and RaftIndex that member held when it was chosen, or the
+	// revision of the backup.
+	Revision int64 `json:"revision"`
+	// +optional
+	RaftIndex uint64 `json:"raftIndex,omitempty"`
 	// Automatic: chosen by the operator (spec.recovery.quorumLoss
 	// Automatic), else named by the annotation.
 	// +optional
@@ -526,6 +540,7 @@ type RecoveryStatus struct {
 // Recovery phases.
 const (
 	RecoveryForcing   = "Forcing"
+	RecoveryRestoring = "Restoring"
 	RecoveryRegrowing = "Regrowing"
 	RecoveryDone      = "Done"
 )

@@ -59,9 +59,17 @@ const (
 	// the member is healthy and caught up on that spec.
 	UpdateStartedAnnotation = "etcd.raftsman.io/update-started"
 	// RecoverQuorumAnnotation on an EtcdCluster that lost its quorum names
-	// the member to restart the cluster from (alone, from its own data).
-	// The operator removes it when the recovery is done.
+	// the member to restart the cluster from (alone, from its own data), or
+	// is RecoverFromLatestBackup. The operator removes it when the recovery
+	// is done.
 	RecoverQuorumAnnotation = "etcd.raftsman.io/recover-quorum"
+	// RecoverFromLatestBackup, as the value of RecoverQuorumAnnotation,
+	// restores the newest Complete EtcdBackup of the cluster into the same
+	// EtcdCluster: every member is released with its volume kept, and a new
+	// etcd cluster starts from the snapshot. Writes made after the snapshot
+	// are not in it. No member name can be this value: a member's suffix
+	// has no vowels.
+	RecoverFromLatestBackup = "latest-backup"
 )
 
 // Ports etcd listens on in every member Pod.

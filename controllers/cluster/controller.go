@@ -112,6 +112,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers/finalizers,verbs=update
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update

@@ -31,7 +31,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *etcdv1.EtcdCluster)
 	if c.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain {
 		// Not yet: the members' VolumeRetained conditions wake this
 		// controller through its watch of the EtcdMembers it owns.
-		waiting, err := r.retainVolumes(ctx, c, list.Items)
+		members := make([]*etcdv1.EtcdMember, 0, len(list.Items))
+		for i := range list.Items {
+			members = append(members, &list.Items[i])
+		}
+		waiting, err := r.retainVolumes(ctx, c, members)
 		if err != nil || waiting > 0 {
 			return ctrl.Result{}, err
 		}
@@ -57,14 +61,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *etcdv1.EtcdCluster)
 	return ctrl.Result{}, nil
 }
 
-// retainVolumes asks every member of a deleted Retain cluster to release its
-// PVC (spec.deletionPolicy Retain on the member, which the member controller
-// acts on) and counts the members that have not reported it done for their
-// current generation.
-func (r *Reconciler) retainVolumes(ctx context.Context, c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember) (int, error) {
+// retainVolumes asks every member of a deleted Retain cluster, or of one
+// restored from a backup, to release its PVC (spec.deletionPolicy Retain on
+// the member, which the member controller acts on) and counts the members
+// that have not reported it done for their current generation.
+func (r *Reconciler) retainVolumes(ctx context.Context, c *etcdv1.EtcdCluster, members []*etcdv1.EtcdMember) (int, error) {
 	waiting := 0
-	for i := range members {
-		m := &members[i]
+	for _, m := range members {
 		if !metav1.IsControlledBy(m, c) {
 			continue
 		}

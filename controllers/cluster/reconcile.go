@@ -73,6 +73,10 @@ type scope struct {
 	// stuck says why a rollout stopped, for the Degraded condition.
 	stuck string
 
+	// restoreFrom is the snapshot the first member of a cluster restored
+	// from a backup after a lost quorum is made from (restoreFromBackup).
+	restoreFrom *etcdv1.MemberRestore
+
 	// servingOnly: the client Service selects on the serving label, so a
 	// drained member gets no new connections.
 	servingOnly bool
@@ -126,7 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //
 //  1. Services and PDB; 2. PVCs follow spec.storage.size;
 //  3. wait for the certificates of a new cluster (and for the checked
-//     snapshot of a restored one), 4. bootstrap it; 5. learn etcd's view (and recover a lost quorum:
+//     snapshot of a restored one; or release the members of a cluster
+//     restored from a backup after a lost quorum: recovery.go),
+//  4. bootstrap it; 5. learn etcd's view (and recover a lost quorum:
 //     recovery.go), and put back into the client Service a member whose
 //     defragmentation cannot go on now (maintenance.go);
 //  6. wait for the certificates of this generation; 7. finish removals;
@@ -149,7 +155,7 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 			r.bootstrap, r.observeEtcd, r.undrain, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-		r.bootstrap, r.observeEtcd, r.undrain, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
+		r.restoreFromBackup, r.bootstrap, r.observeEtcd, r.undrain, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
 		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.finishRecovery, r.maintain, r.healthCheckLater}
 }
 
@@ -410,9 +416,15 @@ func newMemberName(cluster string, taken func(string) bool) string {
 
 // initialMemberName is the name of the i-th initial member: the cluster's
 // name and a suffix derived from its UID, in the alphabet of random names.
+// A cluster restored from a backup after a lost quorum gets names derived
+// from the restore's start too: its old members' PVCs keep their names.
 func initialMemberName(c *etcdv1.EtcdCluster, i int) string {
 	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", c.UID, i)))
+	seed := string(c.UID)
+	if rs := c.Status.Recovery; rs != nil && rs.Phase == etcdv1.RecoveryRestoring {
+		seed = fmt.Sprintf("%s/restore-%d", c.UID, rs.StartedAt.Unix())
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", seed, i)))
 	suffix := make([]byte, 5)
 	for j := range suffix {
 		suffix[j] = alphabet[int(sum[j])%len(alphabet)]
@@ -432,6 +444,14 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 	if s.cluster.Status.ClusterID != "" {
 		return ctrl.Result{}, nil
 	}
+	restore := s.restoreFrom
+	switch {
+	case restore == nil && s.restoringBackup():
+		return ctrl.Result{}, nil // restoreFromBackup found no snapshot yet
+	case restore == nil && restoring(s.cluster):
+		rs := s.cluster.Status.Restore
+		restore = &etcdv1.MemberRestore{Destination: rs.Destination, Key: rs.Key, SHA256: rs.SHA256, AgentImage: r.Options.AgentImage}
+	}
 	var initial string
 	for _, m := range s.members {
 		if m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew {
@@ -450,7 +470,7 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 		// very same ones (their creation then finds them), never a second
 		// set that would bootstrap a second etcd cluster.
 		initialMembers := s.desired
-		if restoring(s.cluster) {
+		if restore != nil {
 			// A restored cluster starts from one member made from the
 			// snapshot; the others join it as learners.
 			initialMembers = 1
@@ -472,10 +492,7 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 			continue
 		}
 		spec := r.memberSpec(s, name, etcdv1.InitialClusterStateNew, initial)
-		if restoring(s.cluster) {
-			rs := s.cluster.Status.Restore
-			spec.Restore = &etcdv1.MemberRestore{Destination: rs.Destination, Key: rs.Key, SHA256: rs.SHA256, AgentImage: r.Options.AgentImage}
-		}
+		spec.Restore = restore
 		if err := r.newMember(ctx, s, name, spec); err != nil {
 			return ctrl.Result{}, err
 		}

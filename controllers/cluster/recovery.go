@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
@@ -53,7 +56,14 @@ func (r *Reconciler) recoverQuorum(ctx context.Context, s *scope) (ctrl.Result, 
 	if s.recovering() {
 		return r.forceFrom(ctx, s)
 	}
-	name, automatic, why := r.recoverySource(s)
+	src, why, err := r.recoverySource(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if src.backup != nil {
+		return r.startRestore(s, src)
+	}
+	name := src.member
 	if name == "" {
 		if why != "" {
 			s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, why
@@ -68,30 +78,58 @@ func (r *Reconciler) recoverQuorum(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	// 1. The intent, stored before anything is forced.
 	c.Status.Recovery = &etcdv1.RecoveryStatus{
-		Phase: etcdv1.RecoveryForcing, Member: name, Revision: st.Revision, RaftIndex: st.RaftIndex, Automatic: automatic,
+		Phase: etcdv1.RecoveryForcing, Member: name, Revision: st.Revision, RaftIndex: st.RaftIndex, Automatic: src.automatic,
 		StartedAt: metav1.Now(),
 		Message:   fmt.Sprintf("Restarting member %s alone from its own data (raft index %d, revision %d) with --force-new-cluster", name, st.RaftIndex, st.Revision),
 	}
+	snapshot := ""
+	if c.Spec.Backup != nil {
+		// What the member holds is kept in the backup destination first.
+		c.Status.Recovery.Snapshot = recoverySnapshotName(c, c.Status.Recovery.StartedAt.Time)
+		snapshot = fmt.Sprintf("; a snapshot of it is taken first (EtcdBackup %s)", c.Status.Recovery.Snapshot)
+	}
 	s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, c.Status.Recovery.Message
-	r.Recorder.Eventf(c, m, corev1.EventTypeWarning, "QuorumRecoveryStarted", "Recover", "Recovering the lost quorum from member %s (raft index %d, revision %d): it restarts alone with --force-new-cluster; the other members' volumes are kept", name, st.RaftIndex, st.Revision)
+	r.Recorder.Eventf(c, m, corev1.EventTypeWarning, "QuorumRecoveryStarted", "Recover", "Recovering the lost quorum from member %s (raft index %d, revision %d): it restarts alone with --force-new-cluster; the other members' volumes are kept%s", name, st.RaftIndex, st.Revision, snapshot)
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
-// recoverySource is the member to recover from: the one the annotation
-// names, or, with spec.recovery.quorumLoss Automatic, the reachable member
-// with the highest raft index once the quorum has been lost for
-// quorumLossAfter and no other member answered during that time. why says
-// why there is none (yet).
-func (r *Reconciler) recoverySource(s *scope) (name string, automatic bool, why string) {
+// recoverySnapshotName names the EtcdBackup of the member a recovery
+// starts from: from the cluster's name (at most 35 characters) and the
+// recovery's start, so that a pass that runs again names the same one.
+func recoverySnapshotName(c *etcdv1.EtcdCluster, started time.Time) string {
+	return fmt.Sprintf("%s-recovery-%d", c.Name, started.Unix())
+}
+
+// source is where a recovery starts from: a member, or a backup.
+type source struct {
+	member    string
+	backup    *etcdv1.EtcdBackup
+	automatic bool
+}
+
+// recoverySource is where to recover from: what the annotation names (a
+// member, or the newest complete backup), or, with spec.recovery.quorumLoss
+// Automatic, once the quorum has been lost for quorumLossAfter and no other
+// member answered during that time, the reachable member with the highest
+// raft index; when every member lost its data, the newest complete backup.
+// why says why there is none (yet).
+func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, string, error) {
 	c := s.cluster
 	if want, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
-		if s.memberNamed(want) == nil {
-			return "", false, fmt.Sprintf("The %s annotation names %q, which is not a member of this cluster; name one of its EtcdMembers", etcdv1.RecoverQuorumAnnotation, want)
+		if want == etcdv1.RecoverFromLatestBackup {
+			b, err := r.latestBackup(ctx, s)
+			if b == nil && err == nil {
+				return source{}, fmt.Sprintf("The %s annotation asks for %s, but cluster %s has no Complete EtcdBackup to restore; name a member to recover from instead", etcdv1.RecoverQuorumAnnotation, want, c.Name), nil
+			}
+			return source{backup: b}, "", err
 		}
-		return want, false, ""
+		if s.memberNamed(want) == nil {
+			return source{}, fmt.Sprintf("The %s annotation names %q, which is not a member of this cluster; name one of its EtcdMembers, or %s", etcdv1.RecoverQuorumAnnotation, want, etcdv1.RecoverFromLatestBackup), nil
+		}
+		return source{member: want}, "", nil
 	}
 	if c.Spec.Recovery.QuorumLoss != etcdv1.QuorumLossAutomatic {
-		return "", false, fmt.Sprintf("etcd has no quorum. To recover, annotate the cluster with %s=<member> (the member to restart alone from its own data; see status: the reachable members and their raft index), or set spec.recovery.quorumLoss Automatic", etcdv1.RecoverQuorumAnnotation)
+		return source{}, fmt.Sprintf("etcd has no quorum. To recover, annotate the cluster with %s=<member> (the member to restart alone from its own data; see status: the reachable members and their raft index) or %s=%s (restore the newest complete backup; later writes are lost), or set spec.recovery.quorumLoss Automatic", etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverFromLatestBackup), nil
 	}
 	after := defaultQuorumLossAfter
 	if d, err := time.ParseDuration(c.Spec.Recovery.QuorumLossAfter); err == nil && c.Spec.Recovery.QuorumLossAfter != "" {
@@ -99,10 +137,10 @@ func (r *Reconciler) recoverySource(s *scope) (name string, automatic bool, why 
 	}
 	a := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionAvailable)
 	if a == nil || a.Reason != etcdv1.ReasonQuorumLost {
-		return "", false, "" // just lost: the status says so this pass
+		return source{}, "", nil // just lost: the status says so this pass
 	}
 	if lost := time.Since(a.LastTransitionTime.Time); lost < after {
-		return "", false, fmt.Sprintf("etcd has no quorum since %s; an Automatic recovery starts after %s if the members gone stay gone", a.LastTransitionTime.UTC().Format(time.RFC3339), after)
+		return source{}, fmt.Sprintf("etcd has no quorum since %s; an Automatic recovery starts after %s if the members gone stay gone", a.LastTransitionTime.UTC().Format(time.RFC3339), after), nil
 	}
 	var best string
 	var index uint64
@@ -116,13 +154,56 @@ func (r *Reconciler) recoverySource(s *scope) (name string, automatic bool, why 
 		}
 	}
 	if best == "" {
-		return "", false, "etcd has no quorum and no member answers; no member's data can be recovered from automatically (restore a backup into a new cluster)"
+		return r.automaticRestore(ctx, s)
 	}
 	if len(s.reachable)*2 > len(s.active()) {
 		// A quorum of members answers on its own: etcd is electing, not lost.
-		return "", false, ""
+		return source{}, "", nil
 	}
-	return best, true, ""
+	return source{member: best, automatic: true}, "", nil
+}
+
+// automaticRestore picks the newest complete backup when no member
+// answers, but only when every member lost its data: a member whose Pod
+// is merely down keeps writes that no backup has.
+func (r *Reconciler) automaticRestore(ctx context.Context, s *scope) (source, string, error) {
+	var kept []string
+	for _, m := range s.active() {
+		if !s.lost(m) {
+			kept = append(kept, m.Name)
+		}
+	}
+	if len(kept) > 0 {
+		return source{}, fmt.Sprintf("etcd has no quorum and no member answers; members %s may still hold data, so nothing is recovered automatically: annotate the cluster with %s=<member> once one of them runs, or %s=%s to restore the newest complete backup (later writes are lost)", strings.Join(kept, ", "), etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverFromLatestBackup), nil
+	}
+	b, err := r.latestBackup(ctx, s)
+	if b == nil && err == nil {
+		return source{}, "Every member lost its data and the cluster has no Complete EtcdBackup: nothing can be recovered", nil
+	}
+	return source{backup: b, automatic: true}, "", err
+}
+
+// latestBackup is the newest Complete EtcdBackup of the cluster (by the
+// time its snapshot began), nil when there is none.
+func (r *Reconciler) latestBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBackup, error) {
+	c := s.cluster
+	list := &etcdv1.EtcdBackupList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
+		return nil, fmt.Errorf("list backups: %w", err)
+	}
+	var best *etcdv1.EtcdBackup
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.ClusterName != c.Name || !b.DeletionTimestamp.IsZero() || b.Status.SHA256 == "" || b.Status.StartTime == nil ||
+			!kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation) {
+			continue
+		}
+		if best == nil || b.Status.StartTime.After(best.Status.StartTime.Time) ||
+			(b.Status.StartTime.Equal(best.Status.StartTime) && b.Status.Revision > best.Status.Revision) {
+			best = b
+		}
+	}
+	return best, nil
 }
 
 func (s *scope) memberNamed(name string) *etcdv1.EtcdMember {
@@ -146,6 +227,12 @@ func (r *Reconciler) memberStatus(ctx context.Context, s *scope, m *etcdv1.EtcdM
 func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	rs := c.Status.Recovery
+	switch {
+	case rs.Phase == etcdv1.RecoveryRestoring:
+		return r.restored(s)
+	case rs.Backup != "":
+		return ctrl.Result{}, nil // regrowing from a backup: scaleUp goes on
+	}
 	m := s.memberNamed(rs.Member)
 	if m == nil {
 		rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
@@ -181,7 +268,11 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
 		}
 		if !m.Spec.ForceNewCluster {
-			// 2. force it, once: the flag is the stored intent.
+			// 2. keep a snapshot of it, then force it, once: the flag is
+			// the stored intent.
+			if res, err := r.snapshotBeforeForcing(ctx, s, m); err != nil || !res.IsZero() {
+				return res, err
+			}
 			if err := r.setForce(ctx, s, m, true); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -234,16 +325,24 @@ func (r *Reconciler) finishRecovery(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	all, healthy := s.voters()
 	if all != s.desired || healthy != all || len(s.active()) != s.desired {
-		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("Recovered from member %s; growing back to %d members (%d healthy voters)", rs.Member, s.desired, healthy)
+		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("Recovered from %s; growing back to %d members (%d healthy voters)", recoveredFrom(rs), s.desired, healthy)
 		return ctrl.Result{}, nil
 	}
 	if err := r.dropRecoverAnnotation(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
-	rs.Message = fmt.Sprintf("Recovered from member %s at revision %d; the volumes of the members left behind are kept, labelled %s=%s", rs.Member, rs.Revision, etcdv1.RetainedFromLabel, c.Name)
+	rs.Message = fmt.Sprintf("Recovered from %s at revision %d; the volumes of the members left behind are kept, labelled %s=%s", recoveredFrom(rs), rs.Revision, etcdv1.RetainedFromLabel, c.Name)
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "QuorumRecovered", "Recover", "%s", rs.Message)
 	return ctrl.Result{}, nil
+}
+
+// recoveredFrom names what a recovery started from.
+func recoveredFrom(rs *etcdv1.RecoveryStatus) string {
+	if rs.Backup != "" {
+		return "backup " + rs.Backup
+	}
+	return "member " + rs.Member
 }
 
 // dropRecoverAnnotation removes the annotation that asked for a recovery
@@ -284,4 +383,185 @@ func (r *Reconciler) keepVolumeOfLost(ctx context.Context, s *scope, m *etcdv1.E
 		return false, nil
 	}
 	return kube.IsTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained, m.Generation), nil
+}
+
+// recoverySnapshotWait bounds the wait for the snapshot of the member a
+// recovery forces; its volume keeps the data whatever happens to it.
+const recoverySnapshotWait = 10 * time.Minute
+
+// snapshotBeforeForcing takes a snapshot of the member about to be forced
+// into the cluster's backup destination, when status.recovery names one:
+// an EtcdBackup of that member, which the backup controller takes without
+// a quorum. A zero result means the member may be forced now.
+func (r *Reconciler) snapshotBeforeForcing(ctx context.Context, s *scope, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+	c := s.cluster
+	rs := c.Status.Recovery
+	if rs.Snapshot == "" {
+		return ctrl.Result{}, nil
+	}
+	b := &etcdv1.EtcdBackup{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rs.Snapshot}, b)
+	switch {
+	case apierrors.IsNotFound(err) && c.Spec.Backup == nil:
+		return ctrl.Result{}, nil // the destination went from the spec meanwhile
+	case apierrors.IsNotFound(err):
+		b = &etcdv1.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: rs.Snapshot, Namespace: c.Namespace, Labels: map[string]string{etcdv1.ClusterLabel: c.Name}},
+			Spec:       etcdv1.EtcdBackupSpec{ClusterName: c.Name, Member: m.Name, Destination: c.Spec.Backup.Destination},
+		}
+		// Not owned by the cluster: the snapshot outlives it.
+		if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, fmt.Errorf("create backup %s of member %s: %w", b.Name, m.Name, err)
+		}
+		r.Recorder.Eventf(c, b, corev1.EventTypeNormal, "RecoverySnapshotStarted", "Recover", "Taking a snapshot of member %s (EtcdBackup %s) before it is forced", m.Name, b.Name)
+		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Taking a snapshot of member %s (EtcdBackup %s) before it is forced", m.Name, b.Name)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("get backup %s: %w", rs.Snapshot, err)
+	}
+	switch {
+	case kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation):
+		r.Recorder.Eventf(c, b, corev1.EventTypeNormal, "RecoverySnapshotTaken", "Recover", "Snapshot of member %s at revision %d stored as %s; forcing it now", m.Name, b.Status.Revision, b.Status.URI)
+		return ctrl.Result{}, nil
+	case kube.IsTrue(b.Status.Conditions, etcdv1.ConditionFailed, b.Generation):
+		r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "RecoverySnapshotFailed", "Recover", "The snapshot of member %s failed (see EtcdBackup %s); forcing it all the same: its volume keeps its data", m.Name, b.Name)
+		return ctrl.Result{}, nil
+	case time.Since(rs.StartedAt.Time) > recoverySnapshotWait:
+		r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "RecoverySnapshotFailed", "Recover", "The snapshot of member %s (EtcdBackup %s) did not end within %s; forcing it all the same: its volume keeps its data", m.Name, b.Name, recoverySnapshotWait)
+		return ctrl.Result{}, nil
+	}
+	s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Taking a snapshot of member %s (EtcdBackup %s) before it is forced", m.Name, b.Name)
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+}
+
+// Recovery from a backup, when no member's data is left to recover from
+// (or a person asks for it): the whole etcd cluster is given up and a new
+// one is made from the snapshot, in the same EtcdCluster. Each step is
+// recorded before it is taken:
+//  1. status.recovery is written with phase Restoring and the EtcdBackup;
+//  2. every member is asked to keep its volume (VolumeRetained), then its
+//     EtcdMember is deleted and released without MemberRemove: there is no
+//     quorum to ask, and the old cluster is not coming back;
+//  3. with no member left, status.clusterID is cleared, and bootstrap
+//     makes one member from the snapshot, under names new to this cluster
+//     (its old members' PVCs keep theirs);
+//  4. once it answers, the phase is Regrowing and scaleUp adds learners;
+//     finishRecovery ends it as for a recovery from a member.
+
+// startRestore stores the intent of a restore from a backup; nothing is
+// released before it is stored.
+func (r *Reconciler) startRestore(s *scope, src source) (ctrl.Result, error) {
+	c, b := s.cluster, src.backup
+	taken := b.Status.StartTime.UTC().Format(time.RFC3339)
+	c.Status.Recovery = &etcdv1.RecoveryStatus{
+		Phase: etcdv1.RecoveryRestoring, Backup: b.Name, Revision: b.Status.Revision, Automatic: src.automatic,
+		StartedAt: metav1.Now(),
+		Message:   fmt.Sprintf("Restoring backup %s (revision %d, taken %s): the members go with their volumes kept, and a new etcd cluster starts from the snapshot; writes made after it are not in it", b.Name, b.Status.Revision, taken),
+	}
+	s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, c.Status.Recovery.Message
+	r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "QuorumRecoveryStarted", "Recover", "Recovering the lost quorum from backup %s (revision %d, taken %s): every member goes with its volume kept, and a new etcd cluster starts from the snapshot", b.Name, b.Status.Revision, taken)
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// restoringBackup says whether a restore from a backup is under way and
+// its new cluster does not answer yet.
+func (s *scope) restoringBackup() bool {
+	rs := s.cluster.Status.Recovery
+	return rs != nil && rs.Phase == etcdv1.RecoveryRestoring
+}
+
+// restoreFromBackup releases the old members of a restore from a backup,
+// then lets bootstrap make the first member of the new cluster from the
+// snapshot (s.restoreFrom).
+func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.restoringBackup() {
+		return ctrl.Result{}, nil
+	}
+	c := s.cluster
+	rs := c.Status.Recovery
+	s.progress, s.progressMsg = etcdv1.ReasonRestoringBackup, rs.Message
+	if base := s.base.Status.Recovery; base == nil || base.Phase != etcdv1.RecoveryRestoring || base.Backup != rs.Backup {
+		// 1. not stored yet: the status write of this pass stores it.
+		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, rs.Message
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	if c.Status.ClusterID != "" {
+		return r.releaseForRestore(ctx, s)
+	}
+	b := &etcdv1.EtcdBackup{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rs.Backup}, b); err != nil {
+		if len(s.members) > 0 {
+			return ctrl.Result{}, nil // the first member is made already
+		}
+		if apierrors.IsNotFound(err) {
+			s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("EtcdBackup %s, which the cluster is restored from, is gone; create it again (same destination and key) or delete status.recovery to choose again", rs.Backup)
+			return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get backup %s: %w", rs.Backup, err)
+	}
+	s.restoreFrom = &etcdv1.MemberRestore{Destination: b.Spec.Destination, Key: b.Status.Key, SHA256: b.Status.SHA256, AgentImage: r.Options.AgentImage}
+	return ctrl.Result{}, nil
+}
+
+// releaseForRestore makes every member keep its volume, deletes the
+// EtcdMembers, releases them without MemberRemove, and once none is left
+// clears the cluster ID so that a new cluster is bootstrapped.
+func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	rs := c.Status.Recovery
+	if active := s.active(); len(active) > 0 {
+		waiting, err := r.retainVolumes(ctx, c, active)
+		for _, m := range active {
+			s.rebase(m)
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if waiting > 0 {
+			// The members' VolumeRetained conditions wake this controller.
+			s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Keeping the volumes of the %d members before they go; then a new cluster starts from backup %s", len(active), rs.Backup)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		}
+		names := make([]string, 0, len(active))
+		for _, m := range active {
+			if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete member %s: %w", m.Name, err)
+			}
+			names = append(names, m.Name)
+		}
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "MembersReleased", "Recover", "Members %s leave for the restore from backup %s; their PVCs are kept, labelled %s=%s", strings.Join(names, ", "), rs.Backup, etcdv1.RetainedFromLabel, c.Name)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	for _, m := range s.members {
+		patch := client.MergeFrom(m.DeepCopy())
+		if controllerutil.RemoveFinalizer(m, etcdv1.MemberFinalizer) {
+			if err := r.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("release member %s: %w", m.Name, err)
+			}
+		}
+		delete(s.memberBases, m.Name)
+	}
+	if len(s.members) > 0 {
+		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Waiting for the %d old members to go; then a new cluster starts from backup %s", len(s.members), rs.Backup)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	old := c.Status.ClusterID
+	c.Status.ClusterID = ""
+	r.Etcd.Forget(client.ObjectKeyFromObject(c).String())
+	rs.Message = fmt.Sprintf("The members of etcd cluster %s are gone, their volumes kept; a new cluster starts from backup %s (revision %d)", old, rs.Backup, rs.Revision)
+	ctrl.LoggerFrom(ctx).Info("Old etcd cluster released for the restore", "clusterID", old, "backup", rs.Backup)
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// restored moves a restore on once the new cluster answers.
+func (r *Reconciler) restored(s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	rs := c.Status.Recovery
+	if !s.formed || c.Status.ClusterID == "" {
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	}
+	rs.Phase = etcdv1.RecoveryRegrowing
+	rs.Message = fmt.Sprintf("etcd cluster %s runs with one member made from backup %s (revision %d); new members join as learners", c.Status.ClusterID, rs.Backup, rs.Revision)
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "QuorumRestored", "Recover", "A new etcd cluster %s runs from backup %s (revision %d); growing back to %d members", c.Status.ClusterID, rs.Backup, rs.Revision, s.desired)
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }

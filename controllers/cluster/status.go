@@ -162,6 +162,9 @@ func setAvailable(s *scope) {
 		kube.Set(&c.Status.Conditions, c.Generation, etcdv1.ConditionAvailable, ok, reason, msg)
 	}
 	switch {
+	case !s.formed && s.restoringBackup():
+		set(false, etcdv1.ReasonRestoringBackup, c.Status.Recovery.Message)
+		return
 	case !s.formed && c.Status.ClusterID == "":
 		set(false, etcdv1.ReasonBootstrapping, fmt.Sprintf("Waiting for the %d initial members to start and form the cluster", len(s.members)))
 		return

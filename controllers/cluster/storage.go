@@ -21,7 +21,7 @@ func restoring(c *etcdv1.EtcdCluster) bool {
 // snapshot starts nothing.
 func (r *Reconciler) waitForRestore(_ context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
-	if !restoring(c) || len(s.members) > 0 {
+	if !restoring(c) || len(s.members) > 0 || s.restoringBackup() {
 		return ctrl.Result{}, nil
 	}
 	if kube.IsTrue(c.Status.Conditions, etcdv1.ConditionRestoreReady, c.Generation) && c.Status.Restore != nil {

@@ -141,6 +141,24 @@ func (f *Fake) ForceNewCluster(name string) {
 	}
 }
 
+// RestoreSnapshot does what starting a member restored from a snapshot
+// does: the old cluster is gone, and a new one with a new ID runs with
+// that one member (name, peer URL and client URL) as its leader.
+func (f *Fake) RestoreSnapshot(member [3]string) {
+	f.mu.Lock()
+	f.id++
+	f.members, f.leader, f.alarms = nil, 0, nil
+	f.mu.Unlock()
+	f.Bootstrap(member)
+}
+
+// ID is the cluster's ID.
+func (f *Fake) ID() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.id
+}
+
 // RaiseAlarm makes etcd report an alarm of the named member.
 func (f *Fake) RaiseAlarm(name, typ string) {
 	f.mu.Lock()
