@@ -60,7 +60,17 @@ func TestCommands(t *testing.T) {
 			funcs:   conditionAfterPatch(etcdv1.ConditionSuspended, etcdv1.ReasonSuspended),
 			wantOut: "etcdcluster sample Suspended"},
 
-		{name: "recover-quorum needs --from", args: []string{"recover-quorum", "sample"}, wantErr: "recover-quorum needs --from MEMBER"},
+		{name: "recover-quorum needs --from", args: []string{"recover-quorum", "sample"}, wantErr: "recover-quorum needs --from MEMBER (the member to restart the cluster from) or --latest-backup"},
+		{name: "recover-quorum from both", args: []string{"recover-quorum", "sample", "--from", "sample-aaaaa", "--latest-backup"}, wantErr: "not both"},
+		{name: "recover-quorum from the newest backup", args: []string{"recover-quorum", "sample", "--latest-backup"},
+			extra:   []client.Object{backup("nightly", "sample", -time.Hour, etcdv1.ConditionComplete, "SnapshotStored", "")},
+			wantOut: "annotated etcd.raftsman.io/recover-quorum=latest-backup",
+			check: func(t *testing.T, te *testEnvironment) {
+				if got := te.get(t).Annotations[etcdv1.RecoverQuorumAnnotation]; got != etcdv1.RecoverFromLatestBackup {
+					t.Errorf("annotation %q, want %s", got, etcdv1.RecoverFromLatestBackup)
+				}
+			}},
+		{name: "recover-quorum from no backup", extra: []client.Object{backup("nightly", "sample", -time.Hour, etcdv1.ConditionFailed, "SnapshotFailed", "x")}, args: []string{"recover-quorum", "sample", "--latest-backup"}, wantErr: "etcdcluster prod/sample has no Complete EtcdBackup to restore"},
 		{name: "recover-quorum from a stranger", args: []string{"recover-quorum", "sample", "--from", "nope"}, wantErr: "nope is not a member of etcdcluster prod/sample"},
 		{name: "recover-quorum", args: []string{"recover-quorum", "sample", "--from", "sample-aaaaa"},
 			wantOut: "annotated etcd.raftsman.io/recover-quorum=sample-aaaaa",

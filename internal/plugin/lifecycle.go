@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -160,38 +161,63 @@ func settled(c *etcdv1.EtcdCluster) error {
 }
 
 // recoverQuorumCommand asks the operator to recover a cluster that lost its
-// quorum from one member: it sets the etcd.raftsman.io/recover-quorum
-// annotation, which the operator acts on (and removes when done).
+// quorum from one member, or from its newest complete backup: it sets the
+// etcd.raftsman.io/recover-quorum annotation, which the operator acts on
+// (and removes when done).
 func recoverQuorumCommand(run runner) *cobra.Command {
 	var from string
+	var latest bool
 	cmd := &cobra.Command{
-		Use:   "recover-quorum CLUSTER --from MEMBER",
-		Short: "Recover a cluster that lost its quorum from one member's data",
+		Use:   "recover-quorum CLUSTER (--from MEMBER | --latest-backup)",
+		Short: "Recover a cluster that lost its quorum from one member's data or its newest backup",
 		Long: `Annotate the cluster with etcd.raftsman.io/recover-quorum=MEMBER: the operator restarts
 that member alone from its own data (etcd's --force-new-cluster), keeps the volumes of the
 members left behind, grows the cluster back with learners and removes the annotation. It acts
 only while etcd has no quorum. Pick the reachable member with the highest raft index: status
-shows them. Writes only the lost members had are gone.`,
+shows them. Writes only the lost members had are gone.
+
+With --latest-backup (annotation value latest-backup), when no member's data is left: every
+member goes with its volume kept, and a new etcd cluster starts in the same EtcdCluster from
+its newest Complete EtcdBackup. Writes made after that backup are gone.`,
 		Args: exactArgs("CLUSTER"),
 	}
 	cmd.RunE = run(func(ctx context.Context, e *env, args []string) error {
+		if latest {
+			if from != "" {
+				return fmt.Errorf("recover-quorum takes --from MEMBER or --latest-backup, not both")
+			}
+			from = etcdv1.RecoverFromLatestBackup
+		}
 		return runRecoverQuorum(ctx, e, args[0], from)
 	})
-	cmd.Flags().StringVar(&from, "from", "", "The member to recover from (required)")
+	cmd.Flags().StringVar(&from, "from", "", "The member to recover from")
+	cmd.Flags().BoolVar(&latest, "latest-backup", false, "Restore the cluster's newest Complete EtcdBackup instead")
 	return cmd
 }
 
 func runRecoverQuorum(ctx context.Context, e *env, name, from string) error {
 	if from == "" {
-		return fmt.Errorf("recover-quorum needs --from MEMBER: the member to restart the cluster from")
+		return fmt.Errorf("recover-quorum needs --from MEMBER (the member to restart the cluster from) or --latest-backup")
 	}
 	c, err := e.getCluster(ctx, name)
 	if err != nil {
 		return err
 	}
-	m := &etcdv1.EtcdMember{}
-	if err := e.c.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: from}, m); err != nil || m.Spec.ClusterName != c.Name {
-		return fmt.Errorf("%s is not a member of etcdcluster %s/%s", from, c.Namespace, c.Name)
+	if from == etcdv1.RecoverFromLatestBackup {
+		list := &etcdv1.EtcdBackupList{}
+		if err := e.c.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
+			return fmt.Errorf("list etcdbackups: %w", err)
+		}
+		if !slices.ContainsFunc(list.Items, func(b etcdv1.EtcdBackup) bool {
+			return b.Spec.ClusterName == c.Name && meta.IsStatusConditionTrue(b.Status.Conditions, etcdv1.ConditionComplete)
+		}) {
+			return fmt.Errorf("etcdcluster %s/%s has no Complete EtcdBackup to restore", c.Namespace, c.Name)
+		}
+	} else {
+		m := &etcdv1.EtcdMember{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: from}, m); err != nil || m.Spec.ClusterName != c.Name {
+			return fmt.Errorf("%s is not a member of etcdcluster %s/%s", from, c.Namespace, c.Name)
+		}
 	}
 	patch := client.MergeFrom(c.DeepCopy())
 	if c.Annotations == nil {

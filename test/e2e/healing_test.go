@@ -6,7 +6,7 @@ package e2e
 // fails, a member whose volume is recreated empty behind the operator's
 // back, a member whose database file is overwritten on its volume, and two
 // of three members lost for good (quorum loss), recovered by annotation
-// and automatically. A member on a lost node is left to the unit tests:
+// and automatically, and all three lost, restored from the newest backup. A member on a lost node is left to the unit tests:
 // the local cluster's one node cannot be lost, and the operator does not
 // replace a member whose node is there and Ready.
 
@@ -136,23 +136,132 @@ func TestSelfHealing(t *testing.T) {
 			return ctx
 		}).Feature()
 
-	manual := quorumLossFeature("manual", func(c *etcdv1.EtcdCluster) {}, true)
-	automatic := quorumLossFeature("automatic", func(c *etcdv1.EtcdCluster) {
+	// The manual recovery's cluster has a backup destination: the member
+	// it is recovered from is snapshotted there before it is forced.
+	manual := quorumLossFeature("manual", func(ctx context.Context, t *testing.T, k *kube, c *etcdv1.EtcdCluster) {
+		c.Spec.Backup = &etcdv1.ClusterBackupSpec{Schedule: "0 0 1 1 *", Destination: s3srv.destination(ctx, t, k, "ql-manual/")}
+	}, true)
+	automatic := quorumLossFeature("automatic", func(_ context.Context, _ *testing.T, _ *kube, c *etcdv1.EtcdCluster) {
 		c.Spec.Recovery = etcdv1.RecoverySpec{QuorumLoss: etcdv1.QuorumLossAutomatic, QuorumLossAfter: "30s"}
 	}, false)
-	testenv.Test(t, failed, emptied, corrupted, manual, automatic)
+	testenv.Test(t, failed, emptied, corrupted, manual, automatic, allLostFeature())
+}
+
+// allLostFeature loses every member for good (Pods and volumes deleted)
+// while a client writes, and restores the cluster's newest complete backup
+// into the same EtcdCluster by the annotation: every write acknowledged
+// before the backup began is there afterwards.
+func allLostFeature() features.Feature {
+	return features.New("all members lost").
+		Assess("3 of 3 members lost: restored from the newest backup with every write acknowledged before it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			c := newCluster(namespaceOf(ctx), "ql-all", 3)
+			c.Spec.Backup = &etcdv1.ClusterBackupSpec{Schedule: "0 0 1 1 *", Destination: s3srv.destination(ctx, t, k, "ql-all/")}
+			if err := k.c.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			key := client.ObjectKeyFromObject(c)
+			before := waitConverged(ctx, t, k, key, 3, 3*time.Minute)
+			cli := etcdClient(ctx, t, k, key)
+			w := startWriter(ctx, cli, "qla/before/")
+			time.Sleep(3 * time.Second)
+			acked, _ := w.stop()
+			older := &etcdv1.EtcdBackup{ObjectMeta: objectMeta(key.Namespace, "ql-all-older"),
+				Spec: etcdv1.EtcdBackupSpec{ClusterName: key.Name, Destination: c.Spec.Backup.Destination}}
+			if err := k.c.Create(ctx, older); err != nil {
+				t.Fatal(err)
+			}
+			backupComplete(ctx, t, k, older)
+			w = startWriter(ctx, cli, "qla/between/")
+			time.Sleep(2 * time.Second)
+			between, _ := w.stop()
+			newest := &etcdv1.EtcdBackup{ObjectMeta: objectMeta(key.Namespace, "ql-all-newest"),
+				Spec: etcdv1.EtcdBackupSpec{ClusterName: key.Name, Destination: c.Spec.Backup.Destination}}
+			if err := k.c.Create(ctx, newest); err != nil {
+				t.Fatal(err)
+			}
+			backupComplete(ctx, t, k, newest)
+			t.Logf("backups %s (revision %d) and %s (revision %d) Complete", older.Name, older.Status.Revision, newest.Name, newest.Status.Revision)
+			// Writes go on until the members are lost; those after the
+			// backup began may or may not be in it.
+			w = startWriter(ctx, cli, "qla/after/")
+			time.Sleep(2 * time.Second)
+			members := membersOf(ctx, t, k, key)
+			for _, m := range members {
+				if err := k.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: objectMeta(key.Namespace, "data-"+m.Name)}); err != nil {
+					t.Fatal(err)
+				}
+				if err := k.c.Delete(ctx, &corev1.Pod{ObjectMeta: objectMeta(key.Namespace, m.Name)}, client.GracePeriodSeconds(0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lostAt := time.Now()
+			_, _ = w.stop()
+			t.Logf("deleted the Pods and volumes of all %d members", len(members))
+			waitFor(ctx, t, 2*time.Minute, "Available False, QuorumLost", func() (bool, error) {
+				c := &etcdv1.EtcdCluster{}
+				if err := k.c.Get(ctx, key, c); err != nil {
+					return false, err
+				}
+				a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+				return a != nil && a.Reason == etcdv1.ReasonQuorumLost, fmt.Errorf("available %+v", a)
+			})
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverFromLatestBackup)))
+			if err := k.c.Patch(ctx, &etcdv1.EtcdCluster{ObjectMeta: objectMeta(key.Namespace, key.Name)}, patch); err != nil {
+				t.Fatal(err)
+			}
+			annotatedAt := time.Now()
+			waitFor(ctx, t, 6*time.Minute, "the restore done", func() (bool, error) {
+				c := &etcdv1.EtcdCluster{}
+				if err := k.c.Get(ctx, key, c); err != nil {
+					return false, err
+				}
+				if c.Status.Recovery == nil || c.Status.Recovery.Phase != etcdv1.RecoveryDone {
+					return false, fmt.Errorf("recovery %+v", c.Status.Recovery)
+				}
+				return k.converged(ctx, key, 3, c)
+			})
+			t.Logf("restored and back at 3 members %.1fs after the loss, %.1fs after the annotation", time.Since(lostAt).Seconds(), time.Since(annotatedAt).Seconds())
+			got := getCluster(ctx, t, k, key)
+			rs := got.Status.Recovery
+			if rs.Backup != newest.Name || rs.Revision != newest.Status.Revision || rs.Automatic || rs.Member != "" {
+				t.Errorf("status.recovery %+v, want backup %s at revision %d, not automatic", rs, newest.Name, newest.Status.Revision)
+			}
+			if got.Status.ClusterID == "" || got.Status.ClusterID == before.Status.ClusterID {
+				t.Errorf("cluster ID %q after the restore, want a new one (was %s)", got.Status.ClusterID, before.Status.ClusterID)
+			}
+			if _, ok := got.Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
+				t.Errorf("the %s annotation is still there", etcdv1.RecoverQuorumAnnotation)
+			}
+			for _, m := range membersOf(ctx, t, k, key) {
+				for _, old := range members {
+					if m.Name == old.Name {
+						t.Errorf("member name %s reused by the restored cluster", m.Name)
+					}
+				}
+			}
+			cli2 := etcdClient(ctx, t, k, key)
+			checkKeys(ctx, t, cli2, "qla/before/", acked)
+			checkKeys(ctx, t, cli2, "qla/between/", between)
+			if _, err := cli2.Put(ctx, "qla/restored", "x"); err != nil {
+				t.Errorf("write after the restore: %v", err)
+			}
+			waitEventFor(ctx, t, k, key.Namespace, "MembersReleased", "")
+			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
+			return ctx
+		}).Feature()
 }
 
 // quorumLossFeature loses two of three members for good (their Pods and
 // volumes deleted) after a client wrote and every member caught up, and
 // recovers from the third: by the annotation when annotate is set, else by
 // the cluster's own spec.recovery.
-func quorumLossFeature(name string, mutate func(*etcdv1.EtcdCluster), annotate bool) features.Feature {
+func quorumLossFeature(name string, mutate func(context.Context, *testing.T, *kube, *etcdv1.EtcdCluster), annotate bool) features.Feature {
 	return features.New("quorum loss "+name).
 		Assess("2 of 3 members lost: recovered from the third with every acknowledged write", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
 			c := newCluster(namespaceOf(ctx), "ql-"+name, 3)
-			mutate(c)
+			mutate(ctx, t, k, c)
 			if err := k.c.Create(ctx, c); err != nil {
 				t.Fatal(err)
 			}
@@ -213,6 +322,18 @@ func quorumLossFeature(name string, mutate func(*etcdv1.EtcdCluster), annotate b
 			}
 			if _, ok := got.Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
 				t.Errorf("the %s annotation is still there", etcdv1.RecoverQuorumAnnotation)
+			}
+			if got.Spec.Backup != nil {
+				// The survivor was snapshotted before it was forced.
+				b := &etcdv1.EtcdBackup{}
+				switch err := k.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: rs.Snapshot}, b); {
+				case rs.Snapshot == "" || err != nil:
+					t.Errorf("no snapshot of %s before it was forced: status.recovery.snapshot %q (%v)", survivor, rs.Snapshot, err)
+				case b.Status.Member != survivor || !meta.IsStatusConditionTrue(b.Status.Conditions, etcdv1.ConditionComplete) || b.Status.Revision < int64(len(acked)):
+					t.Errorf("snapshot %s: member %s, revision %d, conditions %+v; want a Complete one of %s holding the %d writes", b.Name, b.Status.Member, b.Status.Revision, b.Status.Conditions, survivor, len(acked))
+				default:
+					t.Logf("snapshot %s of %s at revision %d before forcing", b.Name, survivor, b.Status.Revision)
+				}
 			}
 			if got.Spec.Replicas == nil || *got.Spec.Replicas != 3 {
 				t.Errorf("spec.replicas changed: %v", got.Spec.Replicas)
