@@ -65,6 +65,17 @@ func (h *healEnv) loseData(names ...string) {
 	}
 }
 
+// newRecoveryEnv is a formed cluster of 3 members, with
+// spec.recovery.quorumLoss Automatic (after 1m) when automatic.
+func newRecoveryEnv(t *testing.T, automatic bool) *healEnv {
+	h := newHealEnv(t, 3)
+	if automatic {
+		h.setRecoverySpec(etcdv1.RecoverySpec{QuorumLoss: etcdv1.QuorumLossAutomatic, QuorumLossAfter: "1m"})
+	}
+	h.formed()
+	return h
+}
+
 func TestRestoreFromLatestBackup(t *testing.T) {
 	apartFromCollector(t)
 	tests := []struct {
@@ -82,11 +93,7 @@ func TestRestoreFromLatestBackup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHealEnv(t, 3)
-			if tt.automatic {
-				h.setRecoverySpec(etcdv1.RecoverySpec{QuorumLoss: etcdv1.QuorumLossAutomatic, QuorumLossAfter: "1m"})
-			}
-			h.formed()
+			h := newRecoveryEnv(t, tt.automatic)
 			oldID := h.cluster().Status.ClusterID
 			var old []string
 			for _, m := range h.sortedMembers() {
@@ -240,11 +247,7 @@ func TestNoRestoreWhileDataMayBeLeft(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHealEnv(t, 3)
-			if tt.automatic {
-				h.setRecoverySpec(etcdv1.RecoverySpec{QuorumLoss: etcdv1.QuorumLossAutomatic, QuorumLossAfter: "1m"})
-			}
-			h.formed()
+			h := newRecoveryEnv(t, tt.automatic)
 			if tt.backup {
 				h.addBackup("newest", "demo", time.Hour, 200, true)
 			} else {

@@ -188,12 +188,7 @@ func allLostFeature() features.Feature {
 			time.Sleep(2 * time.Second)
 			members := membersOf(ctx, t, k, key)
 			for _, m := range members {
-				if err := k.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: objectMeta(key.Namespace, "data-"+m.Name)}); err != nil {
-					t.Fatal(err)
-				}
-				if err := k.c.Delete(ctx, &corev1.Pod{ObjectMeta: objectMeta(key.Namespace, m.Name)}, client.GracePeriodSeconds(0)); err != nil {
-					t.Fatal(err)
-				}
+				loseMember(ctx, t, k, key.Namespace, m.Name)
 			}
 			lostAt := time.Now()
 			_, _ = w.stop()
@@ -206,21 +201,9 @@ func allLostFeature() features.Feature {
 				a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
 				return a != nil && a.Reason == etcdv1.ReasonQuorumLost, fmt.Errorf("available %+v", a)
 			})
-			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverFromLatestBackup)))
-			if err := k.c.Patch(ctx, &etcdv1.EtcdCluster{ObjectMeta: objectMeta(key.Namespace, key.Name)}, patch); err != nil {
-				t.Fatal(err)
-			}
+			annotateRecovery(ctx, t, k, key, etcdv1.RecoverFromLatestBackup)
 			annotatedAt := time.Now()
-			waitFor(ctx, t, 6*time.Minute, "the restore done", func() (bool, error) {
-				c := &etcdv1.EtcdCluster{}
-				if err := k.c.Get(ctx, key, c); err != nil {
-					return false, err
-				}
-				if c.Status.Recovery == nil || c.Status.Recovery.Phase != etcdv1.RecoveryDone {
-					return false, fmt.Errorf("recovery %+v", c.Status.Recovery)
-				}
-				return k.converged(ctx, key, 3, c)
-			})
+			waitRecovered(ctx, t, k, key, 6*time.Minute)
 			t.Logf("restored and back at 3 members %.1fs after the loss, %.1fs after the annotation", time.Since(lostAt).Seconds(), time.Since(annotatedAt).Seconds())
 			got := getCluster(ctx, t, k, key)
 			rs := got.Status.Recovery
@@ -275,14 +258,8 @@ func quorumLossFeature(name string, mutate func(context.Context, *testing.T, *ku
 			time.Sleep(2 * time.Second)
 			survivor := pickMember(ctx, t, k, key, false)
 			for _, m := range membersOf(ctx, t, k, key) {
-				if m.Name == survivor {
-					continue
-				}
-				if err := k.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: objectMeta(key.Namespace, "data-"+m.Name)}); err != nil {
-					t.Fatal(err)
-				}
-				if err := k.c.Delete(ctx, &corev1.Pod{ObjectMeta: objectMeta(key.Namespace, m.Name)}, client.GracePeriodSeconds(0)); err != nil {
-					t.Fatal(err)
+				if m.Name != survivor {
+					loseMember(ctx, t, k, key.Namespace, m.Name)
 				}
 			}
 			lostAt := time.Now()
@@ -296,21 +273,9 @@ func quorumLossFeature(name string, mutate func(context.Context, *testing.T, *ku
 				return a != nil && a.Reason == etcdv1.ReasonQuorumLost && strings.Contains(a.Message, survivor+" (raft index"), fmt.Errorf("available %+v", a)
 			})
 			if annotate {
-				patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, etcdv1.RecoverQuorumAnnotation, survivor)))
-				if err := k.c.Patch(ctx, &etcdv1.EtcdCluster{ObjectMeta: objectMeta(key.Namespace, key.Name)}, patch); err != nil {
-					t.Fatal(err)
-				}
+				annotateRecovery(ctx, t, k, key, survivor)
 			}
-			waitFor(ctx, t, 5*time.Minute, "the recovery done", func() (bool, error) {
-				c := &etcdv1.EtcdCluster{}
-				if err := k.c.Get(ctx, key, c); err != nil {
-					return false, err
-				}
-				if c.Status.Recovery == nil || c.Status.Recovery.Phase != etcdv1.RecoveryDone {
-					return false, fmt.Errorf("recovery %+v", c.Status.Recovery)
-				}
-				return k.converged(ctx, key, 3, c)
-			})
+			waitRecovered(ctx, t, k, key, 5*time.Minute)
 			t.Logf("recovered and back at 3 members %.1fs after the loss", time.Since(lostAt).Seconds())
 			got := &etcdv1.EtcdCluster{}
 			if err := k.c.Get(ctx, key, got); err != nil {
@@ -346,6 +311,43 @@ func quorumLossFeature(name string, mutate func(context.Context, *testing.T, *ku
 			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
 			return ctx
 		}).Feature()
+}
+
+// loseMember deletes a member's PVC and Pod: the member is lost for good.
+func loseMember(ctx context.Context, t *testing.T, k *kube, ns, name string) {
+	t.Helper()
+	if err := k.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: objectMeta(ns, "data-"+name)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.c.Delete(ctx, &corev1.Pod{ObjectMeta: objectMeta(ns, name)}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// annotateRecovery asks for a quorum recovery from value (a member or
+// latest-backup), as a person does.
+func annotateRecovery(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, value string) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, etcdv1.RecoverQuorumAnnotation, value)))
+	if err := k.c.Patch(ctx, &etcdv1.EtcdCluster{ObjectMeta: objectMeta(key.Namespace, key.Name)}, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRecovered waits until status.recovery is Done and the cluster has
+// its 3 healthy voters.
+func waitRecovered(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, timeout time.Duration) {
+	t.Helper()
+	waitFor(ctx, t, timeout, "the recovery done", func() (bool, error) {
+		c := &etcdv1.EtcdCluster{}
+		if err := k.c.Get(ctx, key, c); err != nil {
+			return false, err
+		}
+		if c.Status.Recovery == nil || c.Status.Recovery.Phase != etcdv1.RecoveryDone {
+			return false, fmt.Errorf("recovery %+v", c.Status.Recovery)
+		}
+		return k.converged(ctx, key, 3, c)
+	})
 }
 
 // waitReplaced waits until the EtcdMember victim is gone (then runs
