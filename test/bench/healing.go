@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,8 +33,8 @@ type healResult struct {
 // healing is one run of every kind of failure, one after the other on the
 // same settled cluster.
 type healing struct {
-	failed, replaced, emptied, quorum healResult
-	quorumRan                         bool
+	failed, replaced, emptied, quorum, restored healResult
+	quorumRan                                   bool
 }
 
 // settle is how long a cluster is left alone after it converged: etcd
@@ -61,11 +62,50 @@ func (b *bench) heal(ns, name string, quorum bool) (healing, error) {
 		return h, nil
 	}
 	time.Sleep(settle)
-	if h.quorum, err = b.loseQuorum(ns, name); err != nil {
+	if h.quorum, err = b.loseQuorum(ns, name, false); err != nil {
 		return h, fmt.Errorf("quorum loss: %w", err)
+	}
+	time.Sleep(settle)
+	if err := b.backupToPVC(ns, name); err != nil {
+		return h, fmt.Errorf("backup before losing every member: %w", err)
+	}
+	if h.restored, err = b.loseQuorum(ns, name, true); err != nil {
+		return h, fmt.Errorf("every member lost: %w", err)
 	}
 	h.quorumRan = true
 	return h, nil
+}
+
+// backupToPVC takes a backup of the cluster into a PVC of its own and
+// waits until it is Complete.
+func (b *bench) backupToPVC(ns, name string) error {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-backups"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
+		},
+	}
+	if err := b.c.Create(b.ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	bk := &etcdv1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-before-loss"},
+		Spec:       etcdv1.EtcdBackupSpec{ClusterName: name, Destination: etcdv1.BackupDestination{PVC: &etcdv1.PVCDestination{ClaimName: pvc.Name}}},
+	}
+	if err := b.c.Create(b.ctx, bk); err != nil {
+		return err
+	}
+	_, err := b.poll(3*time.Minute, func() (bool, error) {
+		if err := b.c.Get(b.ctx, client.ObjectKeyFromObject(bk), bk); err != nil {
+			return false, err
+		}
+		if meta.IsStatusConditionTrue(bk.Status.Conditions, etcdv1.ConditionFailed) {
+			return false, fmt.Errorf("backup failed: %+v", bk.Status.Conditions)
+		}
+		return meta.IsStatusConditionTrue(bk.Status.Conditions, etcdv1.ConditionComplete), nil
+	})
+	return err
 }
 
 // follower is a member of the cluster that is not the leader.
@@ -195,15 +235,20 @@ func (b *bench) loseMember(ns, name string, record bool) (healResult, error) {
 // loseQuorum deletes the PVCs and Pods of every member but one follower, the
 // survivor, and, once the cluster reports Available False with reason
 // QuorumLost (naming the survivor reachable), annotates it to recover from
-// the survivor. Healed: status.recovery Done for a recovery started after
-// the loss, and the cluster converged on 3 members.
-func (b *bench) loseQuorum(ns, name string) (healResult, error) {
+// the survivor. With all, it deletes every member's and annotates it to
+// restore the newest backup. Healed: status.recovery Done for a recovery
+// started after the loss, and the cluster converged on 3 members.
+func (b *bench) loseQuorum(ns, name string, all bool) (healResult, error) {
 	res := healResult{phases: map[string]float64{}}
-	survivor, err := b.follower(ns, name)
-	if err != nil {
-		return res, err
+	survivor, from := "", etcdv1.RecoverFromLatestBackup
+	if !all {
+		var err error
+		if survivor, err = b.follower(ns, name); err != nil {
+			return res, err
+		}
+		from = survivor
 	}
-	res.victim = survivor
+	res.victim = from
 	members := &etcdv1.EtcdMemberList{}
 	if err := b.c.List(b.ctx, members, client.InNamespace(ns), client.MatchingLabels{etcdv1.ClusterLabel: name}); err != nil {
 		return res, err
@@ -228,18 +273,18 @@ func (b *bench) loseQuorum(ns, name string) (healResult, error) {
 		}
 		a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
 		return a != nil && a.Status == metav1.ConditionFalse && a.Reason == etcdv1.ReasonQuorumLost &&
-			strings.Contains(a.Message, survivor+" (raft index"), nil
+			(all || strings.Contains(a.Message, survivor+" (raft index")), nil
 	}); err != nil {
 		return res, fmt.Errorf("available False, QuorumLost: %w", err)
 	}
 	res.visible = time.Since(start).Seconds()
 	res.log = append(res.log, event{time.Since(start), "Available False, QuorumLost; annotated"})
-	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, etcdv1.RecoverQuorumAnnotation, survivor)))
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, etcdv1.RecoverQuorumAnnotation, from)))
 	if err := b.c.Patch(b.ctx, &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, patch); err != nil {
 		return res, err
 	}
 	var phase string
-	_, err = b.poll(5*time.Minute, func() (bool, error) {
+	_, err := b.poll(5*time.Minute, func() (bool, error) {
 		c := &etcdv1.EtcdCluster{}
 		if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
 			return false, err
@@ -259,7 +304,7 @@ func (b *bench) loseQuorum(ns, name string) (healResult, error) {
 		return converged()
 	})
 	if err != nil {
-		return res, fmt.Errorf("recovery from %s: %w", survivor, err)
+		return res, fmt.Errorf("recovery from %s: %w", from, err)
 	}
 	res.took = time.Since(start).Seconds()
 	return res, nil

@@ -76,6 +76,7 @@ func main() {
 	var writes, failures int
 	var failedPod, failedSeen, failedAfter, replaced, emptied, quorum, quorumSeen []float64
 	var quorumAfter, forcingAfter, regrowingAfter []float64 // from the annotation
+	var restored, restoredAfter []float64
 	var defragTook, defragReclaimed, defragStall, defragQuiet, defragOther []float64
 	defragClients := 0
 	errs := map[string]int{}
@@ -152,6 +153,7 @@ func main() {
 			if t, ok := h.quorum.phases[etcdv1.RecoveryRegrowing]; ok {
 				regrowingAfter = append(regrowingAfter, t-h.quorum.visible)
 			}
+			restored, restoredAfter = append(restored, h.restored.took), append(restoredAfter, h.restored.took-h.restored.visible)
 		}
 
 		// Defragmentation on a cluster of its own, alone like the others.
@@ -176,12 +178,13 @@ func main() {
 		fmt.Printf("run %d: healed: failed Pod of %s %.1fs (Failed after %.1fs) | Pod and PVC of %s %.1fs | volume of %s %.1fs",
 			i+1, h.failed.victim, h.failed.took, h.failed.visible, h.replaced.victim, h.replaced.took, h.emptied.victim, h.emptied.took)
 		if h.quorumRan {
-			fmt.Printf(" | quorum loss, recovered from %s, %.1fs (QuorumLost after %.1fs)", h.quorum.victim, h.quorum.took, h.quorum.visible)
+			fmt.Printf(" | quorum loss, recovered from %s, %.1fs (QuorumLost after %.1fs) | all lost, restored from the newest backup, %.1fs (QuorumLost after %.1fs)",
+				h.quorum.victim, h.quorum.took, h.quorum.visible, h.restored.took, h.restored.visible)
 		}
 		fmt.Println()
 		fmt.Printf("run %d: defragmented %s in %.2fs (%.1f MiB given back): %d clients on it waited up to %.2fs (%.2fs with no defragmentation), clients on other members %.2fs (%.2fs)\n",
 			i+1, d.member, d.took, d.reclaimed, d.clients, d.stall, d.quiet, d.otherStall, d.otherQuiet)
-		for _, hr := range []healResult{h.failed, h.replaced, h.emptied, h.quorum} {
+		for _, hr := range []healResult{h.failed, h.replaced, h.emptied, h.quorum, h.restored} {
 			for _, l := range hr.log {
 				fmt.Printf("  heal %s\n", l)
 			}
@@ -197,6 +200,7 @@ func main() {
 		failedPod: median(failedPod), failedSeen: median(failedSeen), failedAfter: median(failedAfter), replaced: median(replaced), emptied: median(emptied),
 		quorum: median(quorum), quorumSeen: median(quorumSeen), quorumRuns: len(quorum),
 		quorumAfter: median(quorumAfter), forcingAfter: median(forcingAfter), regrowingAfter: median(regrowingAfter),
+		restored: median(restored), restoredAfter: median(restoredAfter),
 		defragTook: median(defragTook), defragReclaimed: median(defragReclaimed), defragStall: median(defragStall), defragQuiet: median(defragQuiet),
 		defragOther: median(defragOther), defragRuns: len(defragStall), defragClients: defragClients,
 	}
@@ -235,6 +239,7 @@ type results struct {
 	replaced, emptied                   float64
 	quorum, quorumSeen, quorumAfter     float64
 	forcingAfter, regrowingAfter        float64
+	restored, restoredAfter             float64
 	quorumRuns                          int
 	defragTook, defragReclaimed         float64
 	defragStall, defragQuiet            float64
@@ -260,6 +265,7 @@ func (r results) markdown() string {
 	heal("a member's volume lost with its record (status.pvcName cleared, PVC and Pod deleted) to 3 healthy voters again (DataLost, member replaced)", r.emptied)
 	if r.quorumRuns > 0 {
 		heal(fmt.Sprintf("2 of 3 members lost (Pods and PVCs deleted) to 3 healthy voters again, recovered by the recover-quorum annotation (%s)", runsText(r.quorumRuns)), r.quorum)
+		heal(fmt.Sprintf("all 3 members lost (Pods and PVCs deleted) to 3 healthy voters again, restored from the newest backup by the recover-quorum=latest-backup annotation (%s)", runsText(r.quorumRuns)), r.restored)
 	}
 	fmt.Fprintf(&b, "| defragmenting one follower holding %d MiB of data and %.0f MiB of free pages (etcd's time, status.maintenance.members) | %.2f s | | | |\n", defragValues/2, r.defragReclaimed, r.defragTook)
 	if r.defragRuns > 0 {
@@ -282,8 +288,8 @@ func (r results) quorumText() string {
 	if r.quorumRuns == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" The quorum loss (%s) deletes the PVCs and Pods of the leader and of the other follower (grace period 0), annotates the cluster with etcd.raftsman.io/recover-quorum=<the follower left> as soon as Available turns False with reason QuorumLost naming that member reachable (%.1f s after the deletion), and is healed once status.recovery.phase is Done for a recovery started after the deletion and the cluster has converged on 3 members. %.1f s of it came after the annotation: status.recovery.phase was Forcing %.1f s after it (the survivor restarting alone with --force-new-cluster), Regrowing after %.1f s (the new members joining as learners, one at a time)%s.",
-		runsText(r.quorumRuns), r.quorumSeen, r.quorumAfter, r.forcingAfter, r.regrowingAfter, eachRun(r.quorumRuns))
+	return fmt.Sprintf(" The quorum loss (%s) deletes the PVCs and Pods of the leader and of the other follower (grace period 0), annotates the cluster with etcd.raftsman.io/recover-quorum=<the follower left> as soon as Available turns False with reason QuorumLost naming that member reachable (%.1f s after the deletion), and is healed once status.recovery.phase is Done for a recovery started after the deletion and the cluster has converged on 3 members. %.1f s of it came after the annotation: status.recovery.phase was Forcing %.1f s after it (the survivor restarting alone with --force-new-cluster), Regrowing after %.1f s (the new members joining as learners, one at a time)%s. Then, settled again, a backup of the cluster is taken to a PVC of its own (an EtcdBackup with a PVC destination, waited for until Complete), the PVCs and Pods of all 3 members are deleted, and the cluster is annotated with etcd.raftsman.io/recover-quorum=latest-backup once Available turns False with reason QuorumLost; it is healed the same way, %.1f s of it after the annotation (the old members released, a new etcd cluster made from the snapshot, two learners added).",
+		runsText(r.quorumRuns), r.quorumSeen, r.quorumAfter, r.forcingAfter, r.regrowingAfter, eachRun(r.quorumRuns), r.restoredAfter)
 }
 
 func eachRun(n int) string {
