@@ -23,6 +23,7 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
@@ -44,6 +45,7 @@ func TestEnvClusterController(t *testing.T) {
 		"DeleteReleasesMembers":            testDelete,
 		"DeleteRetainKeepsVolumes":         testDeleteRetain,
 		"RollingUpgrade":                   testRollingUpgrade,
+		"RestoreFromBackupAfterLoss":       testRestoreFromBackup,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -456,6 +458,113 @@ func testDelete(t *testing.T, e *env) {
 	if e.fake() == fake {
 		t.Errorf("the etcd client of the deleted cluster was not forgotten")
 	}
+}
+
+// testRestoreFromBackup: every member lost its data; the annotation
+// latest-backup restores the newest complete backup into the same
+// EtcdCluster: the old members keep their volumes and go without
+// MemberRemove, a new etcd cluster starts from one member made from the
+// snapshot, and grows back to 3. The test plays the member controller
+// (Ready, VolumeRetained) and etcd (the restored member forms a new
+// cluster, learners start).
+func testRestoreFromBackup(t *testing.T, e *env) {
+	ms := e.formCluster(3)
+	oldID := e.getCluster().Status.ClusterID
+	old := e.fake()
+	b := &etcdv1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: e.ns, Labels: map[string]string{etcdv1.ClusterLabel: clusterName}},
+		Spec:       etcdv1.EtcdBackupSpec{ClusterName: clusterName, Destination: etcdv1.BackupDestination{PVC: &etcdv1.PVCDestination{ClaimName: "backups"}}},
+	}
+	if err := e.c.Create(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	// The backup controller's part: Complete for its generation.
+	b.Status = etcdv1.EtcdBackupStatus{Key: "nightly.db", SHA256: strings.Repeat("cd", 32), Revision: 500, StartTime: &metav1.Time{Time: time.Now().Add(-time.Hour)},
+		Conditions: []metav1.Condition{{Type: etcdv1.ConditionComplete, Status: metav1.ConditionTrue, Reason: "SnapshotStored", ObservedGeneration: b.Generation, LastTransitionTime: metav1.Now()}}}
+	if err := e.c.Status().Update(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		old.SetHealthy(m.Name, false)
+	}
+	for _, m := range ms {
+		e.setReadyCondition(m.Name, metav1.ConditionFalse, etcdv1.ReasonDataLost, "PVC data-"+m.Name+" is gone")
+	}
+	e.waitCluster("QuorumLost", func(cl *etcdv1.EtcdCluster) error {
+		return conditions(cl, cond{etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonQuorumLost})
+	})
+	e.patchCluster(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverFromLatestBackup))
+
+	// The old members are asked to keep their volumes, then go.
+	eventually(t, "old members released", func() error {
+		var left []string
+		for _, m := range ms {
+			got := &etcdv1.EtcdMember{}
+			err := e.c.Get(t.Context(), client.ObjectKeyFromObject(&m), got)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return err
+			case got.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain && !kube.IsTrue(got.Status.Conditions, etcdv1.ConditionVolumeRetained, got.Generation):
+				if !got.DeletionTimestamp.IsZero() {
+					return fmt.Errorf("%s deleted before it kept its volume", got.Name)
+				}
+				patch := client.MergeFrom(got.DeepCopy())
+				meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionVolumeRetained, Status: metav1.ConditionTrue,
+					Reason: etcdv1.ReasonNoVolume, Message: "set by the test", ObservedGeneration: got.Generation})
+				if err := e.c.Status().Patch(t.Context(), got, patch); err != nil {
+					return err
+				}
+			}
+			left = append(left, fmt.Sprintf("%s (policy %q, deleting %v)", got.Name, got.Spec.DeletionPolicy, !got.DeletionTimestamp.IsZero()))
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("still there: %v", left)
+		}
+		return nil
+	})
+	first := e.waitMembers(1, func(got []etcdv1.EtcdMember) error {
+		if got[0].Spec.Restore == nil {
+			return fmt.Errorf("%s has no restore", got[0].Name)
+		}
+		return nil
+	})[0]
+	if r := first.Spec.Restore; r.Key != "nightly.db" || r.SHA256 != b.Status.SHA256 || r.Destination.PVC == nil || r.Destination.PVC.ClaimName != "backups" {
+		t.Errorf("first member restores %+v, want the backup nightly", r)
+	}
+	if slices.Contains(names(ms), first.Name) || first.Spec.InitialClusterState != etcdv1.InitialClusterStateNew {
+		t.Errorf("first member %s (state %s): want a new name, state new", first.Name, first.Spec.InitialClusterState)
+	}
+	if n := old.Calls("MemberRemove"); n != 0 {
+		t.Errorf("MemberRemove called %d times on the cluster given up", n)
+	}
+	cl := e.waitCluster("restoring", func(cl *etcdv1.EtcdCluster) error {
+		return conditions(cl, cond{etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonRestoringBackup})
+	})
+	if rs := cl.Status.Recovery; rs == nil || rs.Phase != etcdv1.RecoveryRestoring || rs.Backup != "nightly" || rs.Revision != 500 || cl.Status.ClusterID != "" {
+		t.Fatalf("status.recovery %+v, cluster ID %q; want Restoring from nightly at 500, no ID", rs, cl.Status.ClusterID)
+	}
+
+	// The restored member forms a new cluster; it grows back to 3.
+	e.fake().RestoreSnapshot([3]string{first.Name, first.Spec.PeerURL, first.Spec.ClientURL})
+	e.setReady(first)
+	e.startLearners(2)
+	cl = e.waitConverged(3)
+	eventually(t, "recovery done", func() error {
+		cl = e.getCluster()
+		if rs := cl.Status.Recovery; rs == nil || rs.Phase != etcdv1.RecoveryDone {
+			return fmt.Errorf("recovery %+v", rs)
+		}
+		return nil
+	})
+	if cl.Status.ClusterID == "" || cl.Status.ClusterID == oldID {
+		t.Errorf("cluster ID %q, want a new one (was %s)", cl.Status.ClusterID, oldID)
+	}
+	if _, ok := cl.Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
+		t.Errorf("annotation kept after the restore")
+	}
+	e.waitEvent("QuorumRecovered", clusterName)
 }
 
 // testRollingUpgrade: a minor upgrade gives the new version to one member
