@@ -519,6 +519,12 @@ type RecoveryStatus struct {
 	// forced (when spec.backup names a destination).
 	// +optional
 	Snapshot string `json:"snapshot,omitempty"`
+	// ReplacedClusterID is the ID of the etcd cluster a restore from a
+	// backup gives up, recorded once every member kept its volume and
+	// before the first one goes: until then, a quorum that comes back
+	// cancels the restore.
+	// +optional
+	ReplacedClusterID string `json:"replacedClusterID,omitempty"`
 	// Revision and RaftIndex that member held when it was chosen, or the
 	// revision of the backup.
 	Revision int64 `json:"revision"`

@@ -479,7 +479,7 @@ func testRestoreFromBackup(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	// The backup controller's part: Complete for its generation.
-	b.Status = etcdv1.EtcdBackupStatus{Key: "nightly.db", SHA256: strings.Repeat("cd", 32), Revision: 500, StartTime: &metav1.Time{Time: time.Now().Add(-time.Hour)},
+	b.Status = etcdv1.EtcdBackupStatus{Key: "nightly.db", SHA256: strings.Repeat("cd", 32), Revision: 500, StartTime: &metav1.Time{Time: time.Now()},
 		Conditions: []metav1.Condition{{Type: etcdv1.ConditionComplete, Status: metav1.ConditionTrue, Reason: "SnapshotStored", ObservedGeneration: b.Generation, LastTransitionTime: metav1.Now()}}}
 	if err := e.c.Status().Update(t.Context(), b); err != nil {
 		t.Fatal(err)

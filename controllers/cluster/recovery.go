@@ -168,7 +168,7 @@ func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, stri
 // is merely down keeps writes that no backup has.
 func (r *Reconciler) automaticRestore(ctx context.Context, s *scope) (source, string, error) {
 	var kept []string
-	for _, m := range s.active() {
+	for _, m := range s.members {
 		if !s.lost(m) {
 			kept = append(kept, m.Name)
 		}
@@ -184,7 +184,9 @@ func (r *Reconciler) automaticRestore(ctx context.Context, s *scope) (source, st
 }
 
 // latestBackup is the newest Complete EtcdBackup of the cluster (by the
-// time its snapshot began), nil when there is none.
+// time its snapshot began), nil when there is none. Time, not revision,
+// decides: after a recovery from a member that lagged, an older backup
+// may hold a higher revision of a history that was given up.
 func (r *Reconciler) latestBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBackup, error) {
 	c := s.cluster
 	list := &etcdv1.EtcdBackupList{}
@@ -194,8 +196,9 @@ func (r *Reconciler) latestBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBa
 	var best *etcdv1.EtcdBackup
 	for i := range list.Items {
 		b := &list.Items[i]
-		if b.Spec.ClusterName != c.Name || !b.DeletionTimestamp.IsZero() || b.Status.SHA256 == "" || b.Status.StartTime == nil ||
-			!kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation) {
+		// A backup older than this EtcdCluster is of another cluster that
+		// had its name (backups outlive their cluster).
+		if b.Spec.ClusterName != c.Name || !usableBackup(b) || b.Status.StartTime.Before(&c.CreationTimestamp) {
 			continue
 		}
 		if best == nil || b.Status.StartTime.After(best.Status.StartTime.Time) ||
@@ -229,7 +232,7 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 	rs := c.Status.Recovery
 	switch {
 	case rs.Phase == etcdv1.RecoveryRestoring:
-		return r.restored(s)
+		return r.restoring(ctx, s)
 	case rs.Backup != "":
 		return ctrl.Result{}, nil // regrowing from a backup: scaleUp goes on
 	}
@@ -305,14 +308,27 @@ func (r *Reconciler) setForce(ctx context.Context, s *scope, m *etcdv1.EtcdMembe
 // else runs until the member forced runs alone without the flag.
 func (r *Reconciler) continueRecovery(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !s.recovering() {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.dropStaleAnnotation(ctx, s)
 	}
 	phase := s.cluster.Status.Recovery.Phase
 	res, err := r.forceFrom(ctx, s)
-	if err != nil || phase == etcdv1.RecoveryForcing {
+	if err != nil || phase == etcdv1.RecoveryForcing || phase == etcdv1.RecoveryRestoring {
 		return res, err
 	}
 	return ctrl.Result{}, nil
+}
+
+// dropStaleAnnotation removes a recover-quorum annotation set while etcd
+// has its quorum: left in place, it would start a recovery at the next
+// loss, however short, with nobody deciding.
+func (r *Reconciler) dropStaleAnnotation(ctx context.Context, s *scope) error {
+	c := s.cluster
+	want, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]
+	if !ok || !s.formed {
+		return nil
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "RecoverQuorumIgnored", "Recover", "The %s=%s annotation was removed: etcd has its quorum and nothing is to be recovered; set it only while Available is False with reason QuorumLost", etcdv1.RecoverQuorumAnnotation, want)
+	return r.dropRecoverAnnotation(ctx, s)
 }
 
 // finishRecovery ends a recovery once the cluster is back at its size and
@@ -399,6 +415,10 @@ func (r *Reconciler) snapshotBeforeForcing(ctx context.Context, s *scope, m *etc
 	if rs.Snapshot == "" {
 		return ctrl.Result{}, nil
 	}
+	if time.Since(rs.StartedAt.Time) > recoverySnapshotWait {
+		r.Recorder.Eventf(c, m, corev1.EventTypeWarning, "RecoverySnapshotFailed", "Recover", "The snapshot of member %s (EtcdBackup %s) did not end within %s; forcing it all the same: its volume keeps its data", m.Name, rs.Snapshot, recoverySnapshotWait)
+		return ctrl.Result{}, nil
+	}
 	b := &etcdv1.EtcdBackup{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rs.Snapshot}, b)
 	switch {
@@ -426,9 +446,6 @@ func (r *Reconciler) snapshotBeforeForcing(ctx context.Context, s *scope, m *etc
 	case kube.IsTrue(b.Status.Conditions, etcdv1.ConditionFailed, b.Generation):
 		r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "RecoverySnapshotFailed", "Recover", "The snapshot of member %s failed (see EtcdBackup %s); forcing it all the same: its volume keeps its data", m.Name, b.Name)
 		return ctrl.Result{}, nil
-	case time.Since(rs.StartedAt.Time) > recoverySnapshotWait:
-		r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "RecoverySnapshotFailed", "Recover", "The snapshot of member %s (EtcdBackup %s) did not end within %s; forcing it all the same: its volume keeps its data", m.Name, b.Name, recoverySnapshotWait)
-		return ctrl.Result{}, nil
 	}
 	s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Taking a snapshot of member %s (EtcdBackup %s) before it is forced", m.Name, b.Name)
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
@@ -439,13 +456,17 @@ func (r *Reconciler) snapshotBeforeForcing(ctx context.Context, s *scope, m *etc
 // one is made from the snapshot, in the same EtcdCluster. Each step is
 // recorded before it is taken:
 //  1. status.recovery is written with phase Restoring and the EtcdBackup;
-//  2. every member is asked to keep its volume (VolumeRetained), then its
-//     EtcdMember is deleted and released without MemberRemove: there is no
-//     quorum to ask, and the old cluster is not coming back;
-//  3. with no member left, status.clusterID is cleared, and bootstrap
+//  2. while etcd still has no quorum, every member, even one already being
+//     removed, is asked to keep its volume (VolumeRetained), the backup is
+//     checked to be there, and status.recovery.replacedClusterID records
+//     the point of no return; until it is stored, a quorum that comes back
+//     cancels the restore with nothing changed;
+//  3. the EtcdMembers are deleted and released without MemberRemove: there
+//     is no quorum to ask, and the old cluster is not coming back;
+//  4. with no member left, status.clusterID is cleared, and bootstrap
 //     makes one member from the snapshot, under names new to this cluster
 //     (its old members' PVCs keep theirs);
-//  4. once it answers, the phase is Regrowing and scaleUp adds learners;
+//  5. once it answers, the phase is Regrowing and scaleUp adds learners;
 //     finishRecovery ends it as for a recovery from a member.
 
 // startRestore stores the intent of a restore from a backup; nothing is
@@ -470,48 +491,123 @@ func (s *scope) restoringBackup() bool {
 	return rs != nil && rs.Phase == etcdv1.RecoveryRestoring
 }
 
-// restoreFromBackup releases the old members of a restore from a backup,
-// then lets bootstrap make the first member of the new cluster from the
-// snapshot (s.restoreFrom).
-func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.restoringBackup() {
-		return ctrl.Result{}, nil
-	}
+// restoring goes on with a restore from a backup whose intent is stored,
+// whether etcd answers or not.
+func (r *Reconciler) restoring(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	rs := c.Status.Recovery
 	s.progress, s.progressMsg = etcdv1.ReasonRestoringBackup, rs.Message
-	if base := s.base.Status.Recovery; base == nil || base.Phase != etcdv1.RecoveryRestoring || base.Backup != rs.Backup {
+	base := s.base.Status.Recovery
+	switch {
+	case base == nil || base.Phase != etcdv1.RecoveryRestoring || base.Backup != rs.Backup:
 		// 1. not stored yet: the status write of this pass stores it.
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, rs.Message
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	case s.base.Status.ClusterID == "":
+		return r.restored(s)
+	case base.ReplacedClusterID == "" && s.formed:
+		// etcd answered before any member went: the quorum came back by
+		// itself, and its writes are worth more than the backup.
+		rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
+		rs.Message = fmt.Sprintf("etcd regained its quorum by itself before any member was released; backup %s was not restored and nothing was changed", rs.Backup)
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
+		if err := r.unretain(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
 	}
-	if c.Status.ClusterID != "" {
-		return r.releaseForRestore(ctx, s)
+	return r.releaseForRestore(ctx, s)
+}
+
+// unretain gives the members that stay the default deletion policy back
+// after a restore stopped before any of them went: with Retain, the member
+// controller only keeps the volume and no longer looks after the Pod.
+// Their PVCs stay released, labelled etcd.raftsman.io/retained-from.
+func (r *Reconciler) unretain(ctx context.Context, s *scope) error {
+	for _, m := range s.active() {
+		if m.Spec.DeletionPolicy != etcdv1.DeletionPolicyRetain {
+			continue
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Spec.DeletionPolicy = ""
+		if err := r.Patch(ctx, m, patch); err != nil {
+			return fmt.Errorf("give member %s its deletion policy back: %w", m.Name, err)
+		}
+		s.rebase(m)
 	}
+	return nil
+}
+
+// restoreBackup is the EtcdBackup a restore is made from, nil when it is
+// gone or not Complete.
+func (r *Reconciler) restoreBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBackup, error) {
 	b := &etcdv1.EtcdBackup{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rs.Backup}, b); err != nil {
-		if len(s.members) > 0 {
-			return ctrl.Result{}, nil // the first member is made already
-		}
-		if apierrors.IsNotFound(err) {
-			s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("EtcdBackup %s, which the cluster is restored from, is gone; create it again (same destination and key) or delete status.recovery to choose again", rs.Backup)
-			return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("get backup %s: %w", rs.Backup, err)
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: s.cluster.Status.Recovery.Backup}, b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get backup %s: %w", s.cluster.Status.Recovery.Backup, err)
+	case !usableBackup(b):
+		return nil, nil
+	}
+	return b, nil
+}
+
+// usableBackup says whether a backup can be restored: Complete for its
+// generation, with its checksum, not being deleted.
+func usableBackup(b *etcdv1.EtcdBackup) bool {
+	return b.DeletionTimestamp.IsZero() && b.Status.SHA256 != "" && b.Status.StartTime != nil &&
+		kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation)
+}
+
+// restoreFromBackup lets bootstrap make the first member of the new
+// cluster of a restore from the snapshot (s.restoreFrom), once the old
+// members are gone and the cluster ID cleared.
+func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	if !s.restoringBackup() || c.Status.ClusterID != "" || len(s.members) > 0 {
+		return ctrl.Result{}, nil
+	}
+	rs := c.Status.Recovery
+	s.progress, s.progressMsg = etcdv1.ReasonRestoringBackup, rs.Message
+	b, err := r.restoreBackup(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if b == nil {
+		// Deleting an EtcdBackup deletes its snapshot: there is nothing
+		// left to make the new cluster from.
+		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("EtcdBackup %s was deleted (with its snapshot) after the members were released; nothing is left to restore here: restore another backup into a new EtcdCluster. The old members' volumes are kept, labelled %s=%s", rs.Backup, etcdv1.RetainedFromLabel, c.Name)
+		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 	}
 	s.restoreFrom = &etcdv1.MemberRestore{Destination: b.Spec.Destination, Key: b.Status.Key, SHA256: b.Status.SHA256, AgentImage: r.Options.AgentImage}
 	return ctrl.Result{}, nil
 }
 
-// releaseForRestore makes every member keep its volume, deletes the
-// EtcdMembers, releases them without MemberRemove, and once none is left
-// clears the cluster ID so that a new cluster is bootstrapped.
+// releaseForRestore makes every member keep its volume and records the
+// point of no return; then it deletes the EtcdMembers, releases them
+// without MemberRemove, and once none is left clears the cluster ID so
+// that a new cluster is bootstrapped.
 func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	rs := c.Status.Recovery
-	if active := s.active(); len(active) > 0 {
-		waiting, err := r.retainVolumes(ctx, c, active)
-		for _, m := range active {
+	if s.base.Status.Recovery.ReplacedClusterID == "" {
+		b, err := r.restoreBackup(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if b == nil {
+			rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
+			rs.Message = fmt.Sprintf("EtcdBackup %s is gone or no longer Complete; nothing was released and the recovery stopped", rs.Backup)
+			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
+			if err := r.unretain(ctx, s); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
+		}
+		waiting, err := r.retainVolumes(ctx, c, s.members)
+		for _, m := range s.members {
 			s.rebase(m)
 		}
 		if err != nil {
@@ -519,9 +615,14 @@ func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		if waiting > 0 {
 			// The members' VolumeRetained conditions wake this controller.
-			s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Keeping the volumes of the %d members before they go; then a new cluster starts from backup %s", len(active), rs.Backup)
+			s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Keeping the volumes of the %d members before they go; then a new cluster starts from backup %s", len(s.members), rs.Backup)
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 		}
+		rs.ReplacedClusterID = s.base.Status.ClusterID
+		rs.Message = fmt.Sprintf("Every member keeps its volume; the members of etcd cluster %s are released, then a new cluster starts from backup %s", rs.ReplacedClusterID, rs.Backup)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	if active := s.active(); len(active) > 0 {
 		names := make([]string, 0, len(active))
 		for _, m := range active {
 			if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
@@ -545,11 +646,10 @@ func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Resu
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Waiting for the %d old members to go; then a new cluster starts from backup %s", len(s.members), rs.Backup)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
-	old := c.Status.ClusterID
 	c.Status.ClusterID = ""
 	r.Etcd.Forget(client.ObjectKeyFromObject(c).String())
-	rs.Message = fmt.Sprintf("The members of etcd cluster %s are gone, their volumes kept; a new cluster starts from backup %s (revision %d)", old, rs.Backup, rs.Revision)
-	ctrl.LoggerFrom(ctx).Info("Old etcd cluster released for the restore", "clusterID", old, "backup", rs.Backup)
+	rs.Message = fmt.Sprintf("The members of etcd cluster %s are gone, their volumes kept; a new cluster starts from backup %s (revision %d)", rs.ReplacedClusterID, rs.Backup, rs.Revision)
+	ctrl.LoggerFrom(ctx).Info("Old etcd cluster released for the restore", "clusterID", rs.ReplacedClusterID, "backup", rs.Backup)
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 

@@ -335,3 +335,147 @@ func TestSnapshotBeforeForcing(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreStopsBeforeReleasing: until the point of no return is stored,
+// a restore from a backup stops with nothing changed when etcd regains its
+// quorum or the backup goes; a member already being removed keeps its
+// volume too.
+func TestRestoreStopsBeforeReleasing(t *testing.T) {
+	apartFromCollector(t)
+	tests := []struct {
+		name string
+		// after the intent is stored and the members asked to keep their
+		// volumes:
+		quorumBack, backupGone bool
+		want                   string // in status.recovery.message
+	}{
+		{name: "quorum back", quorumBack: true, want: "regained its quorum"},
+		{name: "backup deleted", backupGone: true, want: "is gone or no longer Complete"},
+		{name: "neither: the members go"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newRecoveryEnv(t, false)
+			h.addBackup("newest", "demo", time.Hour, 200, true)
+			ms := h.sortedMembers()
+			// A member whose removal waits for the quorum.
+			removing := ms[2].Name
+			if err := h.c.Delete(context.Background(), h.member(removing)); err != nil {
+				t.Fatal(err)
+			}
+			h.loseData(ms[0].Name, ms[1].Name, ms[2].Name)
+			h.pass()
+			h.annotate(etcdv1.RecoverFromLatestBackup)
+			h.pass()
+			if rs := h.recovery(); rs.Phase != etcdv1.RecoveryRestoring {
+				t.Fatalf("status.recovery = %+v, want Restoring", rs)
+			}
+			h.pass()
+			if m := h.member(removing); m.Spec.DeletionPolicy != etcdv1.DeletionPolicyRetain {
+				t.Fatalf("the member being removed, %s, was not asked to keep its volume", removing)
+			}
+			if tt.quorumBack {
+				for _, m := range ms {
+					h.fake().SetHealthy(m.Name, true)
+				}
+			}
+			if tt.backupGone {
+				if err := h.c.Delete(context.Background(), &etcdv1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "newest", Namespace: "ns"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 4 {
+				h.playMembers(true)
+				// playMembers skips a member being deleted; its member
+				// controller keeps its volume all the same.
+				m := &etcdv1.EtcdMember{}
+				if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: removing}, m); err == nil &&
+					m.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain && !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained, m.Generation) {
+					h.setMemberCondition(removing, etcdv1.ConditionVolumeRetained, metav1.ConditionTrue, etcdv1.ReasonVolumeReleased, "set by the test")
+				}
+				h.pass()
+			}
+			rs := h.recovery()
+			if tt.want == "" {
+				if rs.Phase != etcdv1.RecoveryRestoring || rs.ReplacedClusterID == "" || !h.removing(ms[0].Name) || !h.removing(ms[1].Name) {
+					t.Fatalf("status.recovery = %+v; want the members released, the old cluster ID recorded", rs)
+				}
+				return
+			}
+			if rs.Phase != etcdv1.RecoveryDone || !strings.Contains(rs.Message, tt.want) || rs.ReplacedClusterID != "" {
+				t.Fatalf("status.recovery = %+v, want Done saying %q", rs, tt.want)
+			}
+			for _, m := range ms[:2] {
+				if h.removing(m.Name) {
+					t.Errorf("%s deleted although the restore stopped", m.Name)
+				}
+				if p := h.member(m.Name).Spec.DeletionPolicy; p == etcdv1.DeletionPolicyRetain {
+					t.Errorf("%s left with deletionPolicy %s: its member controller would no longer look after its Pod", m.Name, p)
+				}
+			}
+			if h.cluster().Status.ClusterID == "" {
+				t.Errorf("cluster ID cleared although the restore stopped")
+			}
+			if _, ok := h.cluster().Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
+				t.Errorf("annotation kept after the restore stopped")
+			}
+			typ := map[bool]string{true: "Normal", false: "Warning"}[tt.quorumBack]
+			if h.eventCount(typ, "QuorumRecoveryCancelled") != 1 {
+				t.Errorf("want one QuorumRecoveryCancelled event: %v", h.evs)
+			}
+		})
+	}
+}
+
+// TestStaleRecoverAnnotationIsRemoved: an annotation set while etcd has
+// its quorum is removed with a Warning, so that it cannot start a recovery
+// at a later loss.
+func TestStaleRecoverAnnotationIsRemoved(t *testing.T) {
+	apartFromCollector(t)
+	h := newRecoveryEnv(t, false)
+	h.addBackup("newest", "demo", time.Hour, 200, true)
+	h.annotate(etcdv1.RecoverFromLatestBackup)
+	h.pass()
+	c := h.cluster()
+	if _, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
+		t.Fatalf("annotation kept on a healthy cluster")
+	}
+	if c.Status.Recovery != nil {
+		t.Errorf("recovery %+v on a healthy cluster", c.Status.Recovery)
+	}
+	if h.eventCount("Warning", "RecoverQuorumIgnored", etcdv1.RecoverFromLatestBackup) != 1 {
+		t.Errorf("want one RecoverQuorumIgnored event: %v", h.evs)
+	}
+	// A later loss waits for a person again.
+	h.loseData(h.sortedMembers()[0].Name, h.sortedMembers()[1].Name, h.sortedMembers()[2].Name)
+	h.pass()
+	h.pass()
+	if rs := h.cluster().Status.Recovery; rs != nil {
+		t.Errorf("recovery %+v started by the old annotation", rs)
+	}
+}
+
+// TestBackupOfAnEarlierClusterIsNotRestored: backups outlive their cluster;
+// one taken before this EtcdCluster was created is of another cluster that
+// had its name.
+func TestBackupOfAnEarlierClusterIsNotRestored(t *testing.T) {
+	apartFromCollector(t)
+	h := newRecoveryEnv(t, false)
+	c := h.cluster()
+	c.CreationTimestamp = metav1.NewTime(time.Now().Add(-30 * time.Minute).Truncate(time.Second))
+	if err := h.c.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.cluster().CreationTimestamp; got.IsZero() {
+		t.Skip("the fake client does not keep a creation time")
+	}
+	h.addBackup("mine", "demo", 20*time.Minute, 100, true)
+	h.addBackup("earlier-cluster", "demo", time.Hour, 900, true)
+	h.addBackup("earlier-still", "demo", 2*time.Hour, 800, true)
+	s := &scope{cluster: h.cluster()}
+	b, err := h.r.latestBackup(context.Background(), s)
+	if err != nil || b == nil || b.Name != "mine" {
+		t.Fatalf("latest backup = %v (%v), want mine", b, err)
+	}
+}

@@ -217,6 +217,9 @@ func setDegraded(s *scope) {
 		kube.Set(&c.Status.Conditions, c.Generation, etcdv1.ConditionDegraded, ok, reason, msg)
 	}
 	switch {
+	case !s.formed && s.restoringBackup():
+		set(true, etcdv1.ReasonRestoringBackup, c.Status.Recovery.Message)
+		return
 	case !s.formed && c.Status.ClusterID == "":
 		set(false, etcdv1.ReasonBootstrapping, "The cluster is starting")
 		return

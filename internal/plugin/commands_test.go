@@ -63,14 +63,14 @@ func TestCommands(t *testing.T) {
 		{name: "recover-quorum needs --from", args: []string{"recover-quorum", "sample"}, wantErr: "recover-quorum needs --from MEMBER (the member to restart the cluster from) or --latest-backup"},
 		{name: "recover-quorum from both", args: []string{"recover-quorum", "sample", "--from", "sample-aaaaa", "--latest-backup"}, wantErr: "not both"},
 		{name: "recover-quorum from the newest backup", args: []string{"recover-quorum", "sample", "--latest-backup"},
-			extra:   []client.Object{backup("nightly", "sample", -time.Hour, etcdv1.ConditionComplete, "SnapshotStored", "")},
+			extra:   []client.Object{restorable(backup("nightly", "sample", -time.Hour, etcdv1.ConditionComplete, "SnapshotStored", ""))},
 			wantOut: "annotated etcd.raftsman.io/recover-quorum=latest-backup",
 			check: func(t *testing.T, te *testEnvironment) {
 				if got := te.get(t).Annotations[etcdv1.RecoverQuorumAnnotation]; got != etcdv1.RecoverFromLatestBackup {
 					t.Errorf("annotation %q, want %s", got, etcdv1.RecoverFromLatestBackup)
 				}
 			}},
-		{name: "recover-quorum from no backup", extra: []client.Object{backup("nightly", "sample", -time.Hour, etcdv1.ConditionFailed, "SnapshotFailed", "x")}, args: []string{"recover-quorum", "sample", "--latest-backup"}, wantErr: "etcdcluster prod/sample has no Complete EtcdBackup to restore"},
+		{name: "recover-quorum from no backup", extra: []client.Object{restorable(backup("nightly", "sample", -time.Hour, etcdv1.ConditionFailed, "SnapshotFailed", "x"))}, args: []string{"recover-quorum", "sample", "--latest-backup"}, wantErr: "etcdcluster prod/sample has no Complete EtcdBackup to restore"},
 		{name: "recover-quorum from a stranger", args: []string{"recover-quorum", "sample", "--from", "nope"}, wantErr: "nope is not a member of etcdcluster prod/sample"},
 		{name: "recover-quorum", args: []string{"recover-quorum", "sample", "--from", "sample-aaaaa"},
 			wantOut: "annotated etcd.raftsman.io/recover-quorum=sample-aaaaa",
@@ -418,4 +418,11 @@ func TestEtcdctlEnv(t *testing.T) {
 	if strings.Join(got, " ") != "PATH=/bin ETCDCTL_USER=u HOME=/h" {
 		t.Errorf("env %v", got)
 	}
+}
+
+// restorable gives a backup what a restore needs besides being Complete:
+// the time its snapshot began and its checksum.
+func restorable(b *etcdv1.EtcdBackup) *etcdv1.EtcdBackup {
+	b.Status.StartTime, b.Status.SHA256 = &metav1.Time{Time: testNow}, strings.Repeat("ab", 32)
+	return b
 }

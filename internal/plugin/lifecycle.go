@@ -209,7 +209,8 @@ func runRecoverQuorum(ctx context.Context, e *env, name, from string) error {
 			return fmt.Errorf("list etcdbackups: %w", err)
 		}
 		if !slices.ContainsFunc(list.Items, func(b etcdv1.EtcdBackup) bool {
-			return b.Spec.ClusterName == c.Name && meta.IsStatusConditionTrue(b.Status.Conditions, etcdv1.ConditionComplete)
+			return b.Spec.ClusterName == c.Name && b.DeletionTimestamp.IsZero() && b.Status.SHA256 != "" && b.Status.StartTime != nil &&
+				!b.Status.StartTime.Before(&c.CreationTimestamp) && meta.IsStatusConditionTrue(b.Status.Conditions, etcdv1.ConditionComplete)
 		}) {
 			return fmt.Errorf("etcdcluster %s/%s has no Complete EtcdBackup to restore", c.Namespace, c.Name)
 		}
