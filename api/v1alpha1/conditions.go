@@ -303,6 +303,10 @@ const (
 	ReasonWaitingForRegistration = "WaitingForRegistration"
 	// ReasonDataLost: the member's volume is gone; the member must be replaced.
 	ReasonDataLost = "DataLost"
+	// ReasonPodLost: the member's Pod was lost with its node; the member is
+	// replaced, but its data may still be on a volume that outlives the
+	// node, so a quorum recovery never restores a backup over it by itself.
+	ReasonPodLost = "PodLost"
 	// ReasonRestarting: the Pod is being recreated to take the member's
 	// new spec (Ready False).
 	ReasonRestarting = "Restarting"

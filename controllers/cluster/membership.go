@@ -130,10 +130,11 @@ func (r *Reconciler) moveLeader(ctx context.Context, s *scope, m *etcdv1.EtcdMem
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
-// lost says whether a member can never run again: its data is gone, or etcd
-// no longer lists a member it did list (removed behind the operator's back).
+// lost says whether a member can never run again: its data is gone, its Pod
+// was lost with its node, or etcd no longer lists a member it did list
+// (removed behind the operator's back).
 func (s *scope) lost(m *etcdv1.EtcdMember) bool {
-	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Reason == etcdv1.ReasonDataLost && c.ObservedGeneration == m.Generation {
+	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && (c.Reason == etcdv1.ReasonDataLost || c.Reason == etcdv1.ReasonPodLost) && c.ObservedGeneration == m.Generation {
 		return true
 	}
 	if !s.formed {

@@ -535,7 +535,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	// in milliseconds, so each pass of a recovery need not wait the full
 	// etcd timeout to learn it is still lost.
 	timeout := r.Options.EtcdTimeout
-	if a := meta.FindStatusCondition(s.cluster.Status.Conditions, etcdv1.ConditionAvailable); a != nil && a.Reason == etcdv1.ReasonQuorumLost {
+	if a := meta.FindStatusCondition(s.cluster.Status.Conditions, etcdv1.ConditionAvailable); a != nil && (a.Reason == etcdv1.ReasonQuorumLost || a.Reason == etcdv1.ReasonRestoringBackup) {
 		timeout = min(timeout, 2*r.Options.StatusTimeout)
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)

@@ -19,6 +19,7 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
 )
 
 // Recovery from a lost quorum (etcd's disaster recovery, by etcd's own
@@ -164,12 +165,14 @@ func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, stri
 }
 
 // automaticRestore picks the newest complete backup when no member
-// answers, but only when every member lost its data: a member whose Pod
-// is merely down keeps writes that no backup has.
+// answers, but only when every member lost its data (Ready reason
+// DataLost): a member whose Pod is merely down, or lost with its node
+// (PodLost: its volume may outlive the node), keeps writes that no backup
+// has.
 func (r *Reconciler) automaticRestore(ctx context.Context, s *scope) (source, string, error) {
 	var kept []string
 	for _, m := range s.members {
-		if !s.lost(m) {
+		if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c == nil || c.Reason != etcdv1.ReasonDataLost || c.ObservedGeneration != m.Generation {
 			kept = append(kept, m.Name)
 		}
 	}
@@ -324,7 +327,7 @@ func (r *Reconciler) continueRecovery(ctx context.Context, s *scope) (ctrl.Resul
 func (r *Reconciler) dropStaleAnnotation(ctx context.Context, s *scope) error {
 	c := s.cluster
 	want, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]
-	if !ok || !s.formed {
+	if all, healthy := s.voters(); !ok || !s.formed || healthy <= all/2 {
 		return nil
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "RecoverQuorumIgnored", "Recover", "The %s=%s annotation was removed: etcd has its quorum and nothing is to be recovered; set it only while Available is False with reason QuorumLost", etcdv1.RecoverQuorumAnnotation, want)
@@ -456,14 +459,16 @@ func (r *Reconciler) snapshotBeforeForcing(ctx context.Context, s *scope, m *etc
 // one is made from the snapshot, in the same EtcdCluster. Each step is
 // recorded before it is taken:
 //  1. status.recovery is written with phase Restoring and the EtcdBackup;
-//  2. while etcd still has no quorum, every member, even one already being
-//     removed, is asked to keep its volume (VolumeRetained), the backup is
-//     checked to be there, and status.recovery.replacedClusterID records
-//     the point of no return; until it is stored, a quorum that comes back
-//     cancels the restore with nothing changed;
-//  3. the EtcdMembers are deleted and released without MemberRemove: there
-//     is no quorum to ask, and the old cluster is not coming back;
-//  4. with no member left, status.clusterID is cleared, and bootstrap
+//  2. while etcd still has no quorum, the backup is checked to be there,
+//     and status.recovery.replacedClusterID records the point of no
+//     return; until it is stored, nothing is changed, and a quorum that
+//     comes back cancels the restore;
+//  3. every member, even one already being removed, is asked to keep its
+//     volume (VolumeRetained); the EtcdMembers are deleted and released
+//     without MemberRemove (there is no quorum to ask, and the old cluster
+//     is given up);
+//  4. with no member and no Pod of theirs left, status.clusterID is
+//     cleared, and bootstrap
 //     makes one member from the snapshot, under names new to this cluster
 //     (its old members' PVCs keep theirs);
 //  5. once it answers, the phase is Regrowing and scaleUp adds learners;
@@ -511,31 +516,9 @@ func (r *Reconciler) restoring(ctx context.Context, s *scope) (ctrl.Result, erro
 		rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
 		rs.Message = fmt.Sprintf("etcd regained its quorum by itself before any member was released; backup %s was not restored and nothing was changed", rs.Backup)
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
-		if err := r.unretain(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
 	}
 	return r.releaseForRestore(ctx, s)
-}
-
-// unretain gives the members that stay the default deletion policy back
-// after a restore stopped before any of them went: with Retain, the member
-// controller only keeps the volume and no longer looks after the Pod.
-// Their PVCs stay released, labelled etcd.raftsman.io/retained-from.
-func (r *Reconciler) unretain(ctx context.Context, s *scope) error {
-	for _, m := range s.active() {
-		if m.Spec.DeletionPolicy != etcdv1.DeletionPolicyRetain {
-			continue
-		}
-		patch := client.MergeFrom(m.DeepCopy())
-		m.Spec.DeletionPolicy = ""
-		if err := r.Patch(ctx, m, patch); err != nil {
-			return fmt.Errorf("give member %s its deletion policy back: %w", m.Name, err)
-		}
-		s.rebase(m)
-	}
-	return nil
 }
 
 // restoreBackup is the EtcdBackup a restore is made from, nil when it is
@@ -578,49 +561,49 @@ func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Resu
 	if b == nil {
 		// Deleting an EtcdBackup deletes its snapshot: there is nothing
 		// left to make the new cluster from.
-		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("EtcdBackup %s was deleted (with its snapshot) after the members were released; nothing is left to restore here: restore another backup into a new EtcdCluster. The old members' volumes are kept, labelled %s=%s", rs.Backup, etcdv1.RetainedFromLabel, c.Name)
+		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("EtcdBackup %s is gone or no longer Complete since the members were released; nothing is left to restore here: restore another backup into a new EtcdCluster (spec.bootstrap.restore). The old members' volumes are kept, labelled %s=%s", rs.Backup, etcdv1.RetainedFromLabel, c.Name)
 		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 	}
 	s.restoreFrom = &etcdv1.MemberRestore{Destination: b.Spec.Destination, Key: b.Status.Key, SHA256: b.Status.SHA256, AgentImage: r.Options.AgentImage}
 	return ctrl.Result{}, nil
 }
 
-// releaseForRestore makes every member keep its volume and records the
-// point of no return; then it deletes the EtcdMembers, releases them
-// without MemberRemove, and once none is left clears the cluster ID so
-// that a new cluster is bootstrapped.
+// releaseForRestore checks the backup and records the point of no return;
+// then it makes every member keep its volume (those already being removed
+// too), deletes the EtcdMembers, releases them without MemberRemove, and
+// once none is left and their Pods are gone clears the cluster ID, so that
+// a new cluster is bootstrapped.
 func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	rs := c.Status.Recovery
 	if s.base.Status.Recovery.ReplacedClusterID == "" {
+		// Nothing is changed before this is stored: a quorum that comes
+		// back meanwhile cancels the restore (restoring).
 		b, err := r.restoreBackup(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if b == nil {
 			rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
-			rs.Message = fmt.Sprintf("EtcdBackup %s is gone or no longer Complete; nothing was released and the recovery stopped", rs.Backup)
+			rs.Message = fmt.Sprintf("EtcdBackup %s is gone or no longer Complete; nothing was changed and the recovery stopped", rs.Backup)
 			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
-			if err := r.unretain(ctx, s); err != nil {
-				return ctrl.Result{}, err
-			}
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
 		}
-		waiting, err := r.retainVolumes(ctx, c, s.members)
-		for _, m := range s.members {
-			s.rebase(m)
-		}
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if waiting > 0 {
-			// The members' VolumeRetained conditions wake this controller.
-			s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Keeping the volumes of the %d members before they go; then a new cluster starts from backup %s", len(s.members), rs.Backup)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
-		}
 		rs.ReplacedClusterID = s.base.Status.ClusterID
-		rs.Message = fmt.Sprintf("Every member keeps its volume; the members of etcd cluster %s are released, then a new cluster starts from backup %s", rs.ReplacedClusterID, rs.Backup)
+		rs.Message = fmt.Sprintf("Giving up etcd cluster %s: its members keep their volumes and go, then a new cluster starts from backup %s", rs.ReplacedClusterID, rs.Backup)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	waiting, err := r.retainVolumes(ctx, c, s.members)
+	for _, m := range s.members {
+		s.rebase(m)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting > 0 {
+		// The members' VolumeRetained conditions wake this controller.
+		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Keeping the volumes of the %d members before they go; then a new cluster starts from backup %s", len(s.members), rs.Backup)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
 	if active := s.active(); len(active) > 0 {
 		names := make([]string, 0, len(active))
@@ -645,6 +628,16 @@ func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Resu
 	if len(s.members) > 0 {
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Waiting for the %d old members to go; then a new cluster starts from backup %s", len(s.members), rs.Backup)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	// The garbage collector deletes the old members' Pods: none may serve
+	// the old data beside the new cluster.
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(resources.ClusterLabels(c.Name))); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
+	}
+	if n := len(pods.Items); n > 0 {
+		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Waiting for the %d Pods of the old members to end; then a new cluster starts from backup %s", n, rs.Backup)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 	}
 	c.Status.ClusterID = ""
 	r.Etcd.Forget(client.ObjectKeyFromObject(c).String())

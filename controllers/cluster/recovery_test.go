@@ -338,20 +338,21 @@ func TestSnapshotBeforeForcing(t *testing.T) {
 
 // TestRestoreStopsBeforeReleasing: until the point of no return is stored,
 // a restore from a backup stops with nothing changed when etcd regains its
-// quorum or the backup goes; a member already being removed keeps its
-// volume too.
+// quorum or the backup goes; after it, it goes on, and a member already
+// being removed keeps its volume too.
 func TestRestoreStopsBeforeReleasing(t *testing.T) {
 	apartFromCollector(t)
 	tests := []struct {
 		name string
-		// after the intent is stored and the members asked to keep their
-		// volumes:
-		quorumBack, backupGone bool
-		want                   string // in status.recovery.message
+		// right after the intent is stored, or (late) once the point of no
+		// return is stored:
+		quorumBack, backupGone, late bool
+		want                         string // in status.recovery.message; "" when the restore goes on
 	}{
 		{name: "quorum back", quorumBack: true, want: "regained its quorum"},
 		{name: "backup deleted", backupGone: true, want: "is gone or no longer Complete"},
 		{name: "neither: the members go"},
+		{name: "quorum back after the point of no return", quorumBack: true, late: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -371,9 +372,11 @@ func TestRestoreStopsBeforeReleasing(t *testing.T) {
 			if rs := h.recovery(); rs.Phase != etcdv1.RecoveryRestoring {
 				t.Fatalf("status.recovery = %+v, want Restoring", rs)
 			}
-			h.pass()
-			if m := h.member(removing); m.Spec.DeletionPolicy != etcdv1.DeletionPolicyRetain {
-				t.Fatalf("the member being removed, %s, was not asked to keep its volume", removing)
+			if tt.late {
+				h.pass()
+				if rs := h.recovery(); rs.ReplacedClusterID == "" {
+					t.Fatalf("status.recovery = %+v, want the point of no return stored", rs)
+				}
 			}
 			if tt.quorumBack {
 				for _, m := range ms {
@@ -385,13 +388,15 @@ func TestRestoreStopsBeforeReleasing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for range 4 {
+			kept := false
+			for range 5 {
 				h.playMembers(true)
 				// playMembers skips a member being deleted; its member
 				// controller keeps its volume all the same.
 				m := &etcdv1.EtcdMember{}
 				if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: removing}, m); err == nil &&
 					m.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain && !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained, m.Generation) {
+					kept = true
 					h.setMemberCondition(removing, etcdv1.ConditionVolumeRetained, metav1.ConditionTrue, etcdv1.ReasonVolumeReleased, "set by the test")
 				}
 				h.pass()
@@ -400,6 +405,9 @@ func TestRestoreStopsBeforeReleasing(t *testing.T) {
 			if tt.want == "" {
 				if rs.Phase != etcdv1.RecoveryRestoring || rs.ReplacedClusterID == "" || !h.removing(ms[0].Name) || !h.removing(ms[1].Name) {
 					t.Fatalf("status.recovery = %+v; want the members released, the old cluster ID recorded", rs)
+				}
+				if !kept {
+					t.Errorf("the member being removed, %s, was not asked to keep its volume", removing)
 				}
 				return
 			}
@@ -411,7 +419,7 @@ func TestRestoreStopsBeforeReleasing(t *testing.T) {
 					t.Errorf("%s deleted although the restore stopped", m.Name)
 				}
 				if p := h.member(m.Name).Spec.DeletionPolicy; p == etcdv1.DeletionPolicyRetain {
-					t.Errorf("%s left with deletionPolicy %s: its member controller would no longer look after its Pod", m.Name, p)
+					t.Errorf("%s asked to keep its volume although the restore stopped before the point of no return", m.Name)
 				}
 			}
 			if h.cluster().Status.ClusterID == "" {

@@ -478,7 +478,7 @@ func TestPodLostWithItsNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := e.ready()
-			if lost := r.Reason == etcdv1.ReasonDataLost; lost != tt.wantLost {
+			if lost := r.Reason == etcdv1.ReasonPodLost; lost != tt.wantLost {
 				t.Fatalf("Ready = %+v, want lost %t", r, tt.wantLost)
 			}
 			if !tt.wantLost {

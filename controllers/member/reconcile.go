@@ -38,6 +38,9 @@ type scope struct {
 	// dataRefused is why the check before etcd refused to start the
 	// member (pkg/agent check-data), if it did.
 	dataRefused string
+	// podLost: the member is lost because its Pod was lost with its node
+	// (dataRefused says how), not because its data is gone.
+	podLost bool
 	// waitingForTLS: the member's first Pod waits for the cluster's
 	// TLSReady condition.
 	waitingForTLS bool
@@ -129,6 +132,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	if s.dataRefused == "" && s.pod != nil {
 		s.dataRefused, s.lostCheck = r.podLost(ctx, s.pod, time.Now())
+		s.podLost = s.dataRefused != ""
 	}
 	if s.dataRefused != "" {
 		// The check before etcd found no data, or another member's, under a
@@ -358,7 +362,7 @@ func (r *Reconciler) releaseLostPod(ctx context.Context, s *scope) (ctrl.Result,
 			return ctrl.Result{}, fmt.Errorf("delete lost pod %s: %w", p.Name, err)
 		}
 	}
-	if c := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionReady); c == nil || c.Reason != etcdv1.ReasonDataLost {
+	if c := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionReady); c == nil || c.Reason != etcdv1.ReasonPodLost {
 		r.Recorder.Eventf(s.member, p, corev1.EventTypeWarning, "PodLost", "Delete", "Pod %s on %s did not end within %s of its grace period; the member is replaced", p.Name, p.Spec.NodeName, r.LostPodTimeout)
 	}
 	return ctrl.Result{}, nil

@@ -17,6 +17,8 @@ func setReadyCondition(s *scope) {
 		kube.Set(&m.Status.Conditions, m.Generation, etcdv1.ConditionReady, ok, reason, msg)
 	}
 	switch {
+	case s.dataLost && s.podLost:
+		set(false, etcdv1.ReasonPodLost, "The member's Pod is lost with its node and the cluster controller replaces the member: "+s.dataRefused)
 	case s.dataLost && s.dataRefused != "":
 		set(false, etcdv1.ReasonDataLost, "The member is lost and the cluster controller replaces it: "+s.dataRefused)
 	case s.dataLost:

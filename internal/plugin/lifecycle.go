@@ -12,6 +12,7 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 // suspendCommand is suspend (on true) or resume: both set spec.suspend.
@@ -210,7 +211,7 @@ func runRecoverQuorum(ctx context.Context, e *env, name, from string) error {
 		}
 		if !slices.ContainsFunc(list.Items, func(b etcdv1.EtcdBackup) bool {
 			return b.Spec.ClusterName == c.Name && b.DeletionTimestamp.IsZero() && b.Status.SHA256 != "" && b.Status.StartTime != nil &&
-				!b.Status.StartTime.Before(&c.CreationTimestamp) && meta.IsStatusConditionTrue(b.Status.Conditions, etcdv1.ConditionComplete)
+				!b.Status.StartTime.Before(&c.CreationTimestamp) && kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation)
 		}) {
 			return fmt.Errorf("etcdcluster %s/%s has no Complete EtcdBackup to restore", c.Namespace, c.Name)
 		}
