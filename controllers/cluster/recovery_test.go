@@ -236,11 +236,13 @@ func TestNoRestoreWhileDataMayBeLeft(t *testing.T) {
 	tests := []struct {
 		name      string
 		automatic bool
-		dataLost  int // of the 3 members, the first ones lost their data
+		dataLost  int  // of the 3 members, the first ones lost their data
+		podLost   bool // the others' Pods were lost with their node (else they are down)
 		backup    bool
 		want      string // in the Progressing message
 	}{
 		{name: "automatic, one member may still have data", automatic: true, dataLost: 2, backup: true, want: etcdv1.RecoverFromLatestBackup},
+		{name: "automatic, one member lost with its node", automatic: true, dataLost: 2, podLost: true, backup: true, want: etcdv1.RecoverFromLatestBackup},
 		{name: "automatic, no backup", automatic: true, dataLost: 3, want: "no Complete EtcdBackup"},
 		{name: "annotation, no backup", dataLost: 3, want: "no Complete EtcdBackup"},
 	}
@@ -255,9 +257,13 @@ func TestNoRestoreWhileDataMayBeLeft(t *testing.T) {
 			}
 			ms := h.sortedMembers()
 			for i, m := range ms {
-				if i < tt.dataLost {
+				switch {
+				case i < tt.dataLost:
 					h.loseData(m.Name)
-				} else {
+				case tt.podLost:
+					h.fake().SetHealthy(m.Name, false)
+					h.setMemberCondition(m.Name, etcdv1.ConditionReady, metav1.ConditionFalse, etcdv1.ReasonPodLost, "Pod lost with its node")
+				default:
 					h.loseQuorum(m.Name)
 				}
 			}
