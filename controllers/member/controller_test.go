@@ -180,13 +180,21 @@ func testRegisteredMemberGetsPod(t *testing.T, c client.Client) {
 			setRegistered(t, c, m, m.Generation)
 			pod := waitPod(t, c, m, "")
 
-			// No kubelet runs the Pod, so it stays Pending.
+			// No kubelet runs the Pod, so it stays Pending. The pass that
+			// creates the Pod may report PodNotReady before the next one
+			// records the Pod's name.
 			got := waitReady(t, c, m, etcdv1.ReasonPodNotReady)
+			eventually(t, "status.podName "+pod.Name, func() error {
+				if err := c.Get(t.Context(), client.ObjectKeyFromObject(m), got); err != nil {
+					return err
+				}
+				if got.Status.PodName != pod.Name {
+					return fmt.Errorf("status.podName = %q", got.Status.PodName)
+				}
+				return nil
+			})
 			if !metav1.IsControlledBy(pod, got) {
 				t.Errorf("Pod owners = %v, want controlled by EtcdMember %s", pod.OwnerReferences, m.Name)
-			}
-			if got.Status.PodName != pod.Name {
-				t.Errorf("status.podName = %q, want %q", got.Status.PodName, pod.Name)
 			}
 			if got.Status.PVCName != resources.PVCName(m.Name) {
 				t.Errorf("status.pvcName = %q, want %q", got.Status.PVCName, resources.PVCName(m.Name))
