@@ -506,10 +506,9 @@ func testRestoreFromBackup(t *testing.T, e *env) {
 				continue
 			case err != nil:
 				return err
+			case !got.DeletionTimestamp.IsZero() && !meta.IsStatusConditionTrue(got.Status.Conditions, etcdv1.ConditionVolumeRetained):
+				t.Fatalf("%s deleted before it kept its volume", got.Name)
 			case got.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain && !kube.IsTrue(got.Status.Conditions, etcdv1.ConditionVolumeRetained, got.Generation):
-				if !got.DeletionTimestamp.IsZero() {
-					return fmt.Errorf("%s deleted before it kept its volume", got.Name)
-				}
 				patch := client.MergeFrom(got.DeepCopy())
 				meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionVolumeRetained, Status: metav1.ConditionTrue,
 					Reason: etcdv1.ReasonNoVolume, Message: "set by the test", ObservedGeneration: got.Generation})

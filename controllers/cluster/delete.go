@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,7 +81,11 @@ func (r *Reconciler) retainVolumes(ctx context.Context, c *etcdv1.EtcdCluster, m
 			waiting++
 			continue
 		}
-		if !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained, m.Generation) {
+		// Deleting a member bumps its generation; a PVC it released before
+		// stays released, so True for an earlier generation is enough then.
+		kept := kube.IsTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained, m.Generation) ||
+			(!m.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained))
+		if !kept {
 			waiting++
 		}
 	}
