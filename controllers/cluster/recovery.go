@@ -199,9 +199,7 @@ func (r *Reconciler) latestBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBa
 	var best *etcdv1.EtcdBackup
 	for i := range list.Items {
 		b := &list.Items[i]
-		// A backup older than this EtcdCluster is of another cluster that
-		// had its name (backups outlive their cluster).
-		if b.Spec.ClusterName != c.Name || !usableBackup(b) || b.Status.StartTime.Before(&c.CreationTimestamp) {
+		if !resources.Restorable(c, b) {
 			continue
 		}
 		if best == nil || b.Status.StartTime.After(best.Status.StartTime.Time) ||
@@ -468,9 +466,8 @@ func (r *Reconciler) snapshotBeforeForcing(ctx context.Context, s *scope, m *etc
 //     without MemberRemove (there is no quorum to ask, and the old cluster
 //     is given up);
 //  4. with no member and no Pod of theirs left, status.clusterID is
-//     cleared, and bootstrap
-//     makes one member from the snapshot, under names new to this cluster
-//     (its old members' PVCs keep theirs);
+//     cleared, and bootstrap makes one member from the snapshot, under
+//     names new to this cluster (its old members' PVCs keep theirs);
 //  5. once it answers, the phase is Regrowing and scaleUp adds learners;
 //     finishRecovery ends it as for a recovery from a member.
 
@@ -490,7 +487,7 @@ func (r *Reconciler) startRestore(s *scope, src source) (ctrl.Result, error) {
 }
 
 // restoringBackup says whether a restore from a backup is under way and
-// its new cluster does not answer yet.
+// its new cluster has not answered yet (phase Restoring).
 func (s *scope) restoringBackup() bool {
 	rs := s.cluster.Status.Recovery
 	return rs != nil && rs.Phase == etcdv1.RecoveryRestoring
@@ -531,17 +528,10 @@ func (r *Reconciler) restoreBackup(ctx context.Context, s *scope) (*etcdv1.EtcdB
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("get backup %s: %w", s.cluster.Status.Recovery.Backup, err)
-	case !usableBackup(b):
+	case !resources.Restorable(s.cluster, b):
 		return nil, nil
 	}
 	return b, nil
-}
-
-// usableBackup says whether a backup can be restored: Complete for its
-// generation, with its checksum, not being deleted.
-func usableBackup(b *etcdv1.EtcdBackup) bool {
-	return b.DeletionTimestamp.IsZero() && b.Status.SHA256 != "" && b.Status.StartTime != nil &&
-		kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation)
 }
 
 // restoreFromBackup lets bootstrap make the first member of the new

@@ -12,7 +12,7 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
-	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/pkg/resources"
 )
 
 // suspendCommand is suspend (on true) or resume: both set spec.suspend.
@@ -209,10 +209,7 @@ func runRecoverQuorum(ctx context.Context, e *env, name, from string) error {
 		if err := e.c.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
 			return fmt.Errorf("list etcdbackups: %w", err)
 		}
-		if !slices.ContainsFunc(list.Items, func(b etcdv1.EtcdBackup) bool {
-			return b.Spec.ClusterName == c.Name && b.DeletionTimestamp.IsZero() && b.Status.SHA256 != "" && b.Status.StartTime != nil &&
-				!b.Status.StartTime.Before(&c.CreationTimestamp) && kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation)
-		}) {
+		if !slices.ContainsFunc(list.Items, func(b etcdv1.EtcdBackup) bool { return resources.Restorable(c, &b) }) {
 			return fmt.Errorf("etcdcluster %s/%s has no Complete EtcdBackup to restore", c.Namespace, c.Name)
 		}
 	} else {

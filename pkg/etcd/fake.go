@@ -152,13 +152,6 @@ func (f *Fake) RestoreSnapshot(member [3]string) {
 	f.Bootstrap(member)
 }
 
-// ID is the cluster's ID.
-func (f *Fake) ID() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.id
-}
-
 // RaiseAlarm makes etcd report an alarm of the named member.
 func (f *Fake) RaiseAlarm(name, typ string) {
 	f.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -34,6 +35,17 @@ const (
 	EnvAccessKeyID     = "RAFTSMAN_S3_ACCESS_KEY_ID"
 	EnvSecretAccessKey = "RAFTSMAN_S3_SECRET_ACCESS_KEY"
 )
+
+// Restorable says whether b can be restored into c after a lost quorum: a
+// backup of c, Complete for its generation, with its checksum, not being
+// deleted, and begun after c was created (backups outlive their cluster,
+// so an older one is of an earlier cluster that had c's name).
+func Restorable(c *etcdv1.EtcdCluster, b *etcdv1.EtcdBackup) bool {
+	done := meta.FindStatusCondition(b.Status.Conditions, etcdv1.ConditionComplete)
+	return b.Spec.ClusterName == c.Name && b.DeletionTimestamp.IsZero() && b.Status.SHA256 != "" && b.Status.StartTime != nil &&
+		!b.Status.StartTime.Before(&c.CreationTimestamp) &&
+		done != nil && done.Status == metav1.ConditionTrue && done.ObservedGeneration == b.Generation
+}
 
 // BackupKey is where the snapshot of an EtcdBackup goes in its destination
 // (after the S3 prefix or inside the PVC folder): one key per EtcdBackup, so

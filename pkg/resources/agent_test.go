@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -388,5 +389,42 @@ func checkRestoreInits(t *testing.T, m *etcdv1.EtcdMember, p *corev1.Pod) {
 			t.Errorf("volume %s twice", v.Name)
 		}
 		seen[v.Name] = true
+	}
+}
+
+func TestRestorable(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))
+	c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", CreationTimestamp: created}}
+	good := func() *etcdv1.EtcdBackup {
+		return &etcdv1.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: 2},
+			Spec:       etcdv1.EtcdBackupSpec{ClusterName: "demo"},
+			Status: etcdv1.EtcdBackupStatus{SHA256: "ab", StartTime: &metav1.Time{Time: created.Add(time.Hour)},
+				Conditions: []metav1.Condition{{Type: etcdv1.ConditionComplete, Status: metav1.ConditionTrue, ObservedGeneration: 2}}},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*etcdv1.EtcdBackup)
+		want   bool
+	}{
+		{name: "complete backup of the cluster", change: func(*etcdv1.EtcdBackup) {}, want: true},
+		{name: "another cluster's", change: func(b *etcdv1.EtcdBackup) { b.Spec.ClusterName = "other" }},
+		{name: "begun before the cluster was created", change: func(b *etcdv1.EtcdBackup) { b.Status.StartTime.Time = created.Add(-time.Minute) }},
+		{name: "no checksum", change: func(b *etcdv1.EtcdBackup) { b.Status.SHA256 = "" }},
+		{name: "no start time", change: func(b *etcdv1.EtcdBackup) { b.Status.StartTime = nil }},
+		{name: "being deleted", change: func(b *etcdv1.EtcdBackup) { b.DeletionTimestamp = &created }},
+		{name: "Complete for an older generation", change: func(b *etcdv1.EtcdBackup) { b.Generation = 3 }},
+		{name: "failed", change: func(b *etcdv1.EtcdBackup) { b.Status.Conditions[0].Type = etcdv1.ConditionFailed }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := good()
+			tt.change(b)
+			if got := Restorable(c, b); got != tt.want {
+				t.Errorf("Restorable = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

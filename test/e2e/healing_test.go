@@ -166,21 +166,11 @@ func allLostFeature() features.Feature {
 			w := startWriter(ctx, cli, "qla/before/")
 			time.Sleep(3 * time.Second)
 			acked, _ := w.stop()
-			older := &etcdv1.EtcdBackup{ObjectMeta: objectMeta(key.Namespace, "ql-all-older"),
-				Spec: etcdv1.EtcdBackupSpec{ClusterName: key.Name, Destination: c.Spec.Backup.Destination}}
-			if err := k.c.Create(ctx, older); err != nil {
-				t.Fatal(err)
-			}
-			backupComplete(ctx, t, k, older)
+			older := takeBackup(ctx, t, k, key, "ql-all-older", c.Spec.Backup.Destination)
 			w = startWriter(ctx, cli, "qla/between/")
 			time.Sleep(2 * time.Second)
 			between, _ := w.stop()
-			newest := &etcdv1.EtcdBackup{ObjectMeta: objectMeta(key.Namespace, "ql-all-newest"),
-				Spec: etcdv1.EtcdBackupSpec{ClusterName: key.Name, Destination: c.Spec.Backup.Destination}}
-			if err := k.c.Create(ctx, newest); err != nil {
-				t.Fatal(err)
-			}
-			backupComplete(ctx, t, k, newest)
+			newest := takeBackup(ctx, t, k, key, "ql-all-newest", c.Spec.Backup.Destination)
 			t.Logf("backups %s (revision %d) and %s (revision %d) Complete", older.Name, older.Status.Revision, newest.Name, newest.Status.Revision)
 			// Writes go on until the members are lost; those after the
 			// backup began may or may not be in it.
@@ -311,6 +301,18 @@ func quorumLossFeature(name string, mutate func(context.Context, *testing.T, *ku
 			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
 			return ctx
 		}).Feature()
+}
+
+// takeBackup takes an EtcdBackup of the cluster and waits until it is
+// Complete.
+func takeBackup(ctx context.Context, t *testing.T, k *kube, key client.ObjectKey, name string, dest etcdv1.BackupDestination) *etcdv1.EtcdBackup {
+	t.Helper()
+	b := &etcdv1.EtcdBackup{ObjectMeta: objectMeta(key.Namespace, name), Spec: etcdv1.EtcdBackupSpec{ClusterName: key.Name, Destination: dest}}
+	if err := k.c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	backupComplete(ctx, t, k, b)
+	return b
 }
 
 // loseMember deletes a member's PVC and Pod: the member is lost for good.
