@@ -70,6 +70,11 @@ const (
 	// are not in it. No member name can be this value: a member's suffix
 	// has no vowels.
 	RecoverFromLatestBackup = "latest-backup"
+	// RecoverQuorumAcceptLossAnnotation, set to the same member as
+	// RecoverQuorumAnnotation, confirms a recovery from a member that is a
+	// learner or behind another reachable member: the writes only the
+	// others hold are given up. The operator removes it with the other.
+	RecoverQuorumAcceptLossAnnotation = "etcd.raftsman.io/recover-quorum-accept-loss"
 )
 
 // Ports etcd listens on in every member Pod.

@@ -605,6 +605,9 @@ func TestManualQuorumRecovery(t *testing.T) {
 			}
 			keep, gone := names[0], names[tt.reachable:]
 			h.setRaftIndex(keep, 4242)
+			for _, other := range names[1:tt.reachable] {
+				h.setRaftIndex(other, 4000) // behind: the annotation may name keep
+			}
 			h.loseQuorum(gone...)
 			h.pass()
 			h.pass()
@@ -825,18 +828,25 @@ func TestQuorumBackBeforeForcing(t *testing.T) {
 
 // TestAutomaticQuorumRecovery: with spec.recovery.quorumLoss Automatic the
 // reachable member with the highest raft index is chosen once the quorum
-// has been lost for quorumLossAfter, and not before.
+// has been lost for quorumLossAfter, and not before, and only when every
+// member that does not answer is known to have lost its data: a member
+// only paused or cut off may hold acknowledged writes the reachable ones
+// never saw.
 func TestAutomaticQuorumRecovery(t *testing.T) {
 	apartFromCollector(t)
 	tests := []struct {
 		name     string
 		lostFor  time.Duration
 		indexes  [2]uint64 // of the two reachable members, by name
+		dataLost int       // of the three gone members, how many lost their data
 		wantFrom int       // index of the member chosen, -1 for none
+		want     string    // in the Progressing message when none
 	}{
-		{name: "the second member is ahead", lostFor: 2 * time.Minute, indexes: [2]uint64{100, 200}, wantFrom: 1},
-		{name: "the first member is ahead", lostFor: 2 * time.Minute, indexes: [2]uint64{300, 200}, wantFrom: 0},
-		{name: "not before quorumLossAfter", lostFor: 30 * time.Second, indexes: [2]uint64{100, 200}, wantFrom: -1},
+		{name: "the second member is ahead", lostFor: 2 * time.Minute, indexes: [2]uint64{100, 200}, dataLost: 3, wantFrom: 1},
+		{name: "the first member is ahead", lostFor: 2 * time.Minute, indexes: [2]uint64{300, 200}, dataLost: 3, wantFrom: 0},
+		{name: "not before quorumLossAfter", lostFor: 30 * time.Second, indexes: [2]uint64{100, 200}, dataLost: 3, wantFrom: -1, want: "Automatic"},
+		{name: "a member gone may hold writes", lostFor: 2 * time.Minute, indexes: [2]uint64{100, 200}, dataLost: 2, wantFrom: -1, want: "may still hold acknowledged writes"},
+		{name: "every member gone may hold writes", lostFor: 2 * time.Minute, indexes: [2]uint64{300, 200}, dataLost: 0, wantFrom: -1, want: etcdv1.RecoverQuorumAnnotation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -849,7 +859,13 @@ func TestAutomaticQuorumRecovery(t *testing.T) {
 			for i, name := range reachable {
 				h.setRaftIndex(name, tt.indexes[i])
 			}
-			h.loseQuorum(ms[2].Name, ms[3].Name, ms[4].Name)
+			for i, m := range ms[2:] {
+				if i < tt.dataLost {
+					h.loseData(m.Name)
+				} else {
+					h.loseQuorum(m.Name)
+				}
+			}
 			h.pass()
 			h.pass()
 			if rs := h.cluster().Status.Recovery; rs != nil {
@@ -861,10 +877,10 @@ func TestAutomaticQuorumRecovery(t *testing.T) {
 			if tt.wantFrom < 0 {
 				h.pass()
 				if rs := h.cluster().Status.Recovery; rs != nil || len(h.forcedMembers()) != 0 {
-					t.Errorf("recovery %+v, forced %v before quorumLossAfter", rs, h.forcedMembers())
+					t.Errorf("recovery %+v, forced %v", rs, h.forcedMembers())
 				}
-				if p := condition(h.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Reason != etcdv1.ReasonQuorumLost || !strings.Contains(p.Message, "Automatic") {
-					t.Errorf("Progressing = %+v, want QuorumLost saying when the automatic recovery starts", p)
+				if p := condition(h.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Reason != etcdv1.ReasonQuorumLost || !strings.Contains(p.Message, tt.want) {
+					t.Errorf("Progressing = %+v, want QuorumLost saying %q", p, tt.want)
 				}
 				return
 			}
@@ -882,5 +898,47 @@ func TestAutomaticQuorumRecovery(t *testing.T) {
 				t.Errorf("forced members = %v (%d writes), want [%s] once", f, h.forcedCount(want), want)
 			}
 		})
+	}
+}
+
+// TestManualRecoveryFromAMemberBehind: the annotation naming a member
+// behind another reachable member is refused with a message naming the one
+// ahead; the same member confirmed with the accept-loss annotation is
+// forced, and both annotations go once the recovery is done.
+func TestManualRecoveryFromAMemberBehind(t *testing.T) {
+	apartFromCollector(t)
+	h := newHealEnv(t, 5)
+	h.formed()
+	ms := h.sortedMembers()
+	behind, ahead := ms[0].Name, ms[1].Name
+	h.setRaftIndex(behind, 100)
+	h.setRaftIndex(ahead, 200)
+	h.loseQuorum(ms[2].Name, ms[3].Name, ms[4].Name)
+	h.pass()
+	h.annotate(behind)
+	h.pass()
+	h.pass()
+	if rs := h.cluster().Status.Recovery; rs != nil || len(h.forcedMembers()) != 0 {
+		t.Fatalf("recovery %+v, forced %v from a member behind another", rs, h.forcedMembers())
+	}
+	p := condition(h.cluster().Status.Conditions, etcdv1.ConditionProgressing)
+	for _, want := range []string{behind, ahead, etcdv1.RecoverQuorumAcceptLossAnnotation} {
+		if p.Reason != etcdv1.ReasonQuorumLost || !strings.Contains(p.Message, want) {
+			t.Errorf("Progressing = %+v, want QuorumLost naming %q", p, want)
+		}
+	}
+
+	c := h.cluster()
+	c.Annotations[etcdv1.RecoverQuorumAcceptLossAnnotation] = behind
+	if err := h.c.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	h.pass()
+	if rs := h.recovery(); rs.Phase != etcdv1.RecoveryForcing || rs.Member != behind {
+		t.Fatalf("status.recovery = %+v, want Forcing from %s once confirmed", rs, behind)
+	}
+	h.pass()
+	if f := h.forcedMembers(); !slices.Equal(f, []string{behind}) {
+		t.Errorf("forced members = %v, want [%s]", f, behind)
 	}
 }

@@ -110,10 +110,11 @@ type source struct {
 
 // recoverySource is where to recover from: what the annotation names (a
 // member, or the newest complete backup), or, with spec.recovery.quorumLoss
-// Automatic, once the quorum has been lost for quorumLossAfter and no other
-// member answered during that time, the reachable member with the highest
-// raft index; when every member lost its data, the newest complete backup.
-// why says why there is none (yet).
+// Automatic, once the quorum has been lost for quorumLossAfter, a member
+// that cannot lose an acknowledged write: the reachable voter with the
+// highest raft index, and only when every member that does not answer is
+// known to have lost its data; when every member lost its data, the newest
+// complete backup. why says why there is none (yet).
 func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, string, error) {
 	c := s.cluster
 	if want, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]; ok {
@@ -126,6 +127,9 @@ func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, stri
 		}
 		if s.memberNamed(want) == nil {
 			return source{}, fmt.Sprintf("The %s annotation names %q, which is not a member of this cluster; name one of its EtcdMembers, or %s", etcdv1.RecoverQuorumAnnotation, want, etcdv1.RecoverFromLatestBackup), nil
+		}
+		if why := manualSourceRefused(s, want); why != "" {
+			return source{}, why, nil
 		}
 		return source{member: want}, "", nil
 	}
@@ -143,25 +147,79 @@ func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, stri
 	if lost := time.Since(a.LastTransitionTime.Time); lost < after {
 		return source{}, fmt.Sprintf("etcd has no quorum since %s; an Automatic recovery starts after %s if the members gone stay gone", a.LastTransitionTime.UTC().Format(time.RFC3339), after), nil
 	}
-	var best string
+	if len(s.reachable)*2 > len(s.active()) {
+		// A quorum of members answers on its own: etcd is electing, not lost.
+		return source{}, "", nil
+	}
+	best, mayHold := automaticMember(s)
+	if len(mayHold) > 0 {
+		// Forcing any member now could give up writes that only the members
+		// gone hold: a paused or cut-off voter may have acknowledged them
+		// with another that is gone too.
+		return source{}, fmt.Sprintf("etcd has no quorum; members %s do not answer but may still hold acknowledged writes (only a member whose data is known lost is given up by itself), so nothing is recovered automatically. Bring them back, or decide: annotate the cluster with %s=<member> to restart from one member's data, or %s=%s to restore the newest complete backup (later writes are lost)", strings.Join(mayHold, ", "), etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverQuorumAnnotation, etcdv1.RecoverFromLatestBackup), nil
+	}
+	if best == "" {
+		return r.automaticRestore(ctx, s)
+	}
+	return source{member: best, automatic: true}, "", nil
+}
+
+// automaticMember is the member an Automatic recovery may force: the
+// reachable voter with the highest raft index (a learner never: it may
+// lack writes the voters committed). mayHold names the members that do
+// not answer and are not known to have lost their data (Ready reason
+// DataLost for their current generation), members being removed
+// included: while any is left, no member may be forced automatically.
+func automaticMember(s *scope) (best string, mayHold []string) {
 	var index uint64
-	for _, m := range s.active() {
+	for _, m := range s.members {
 		st, ok := s.reachable[m.Name]
 		if !ok {
+			if !dataLost(m) {
+				mayHold = append(mayHold, m.Name)
+			}
+			continue
+		}
+		if st.IsLearner || m.DeletionTimestamp != nil {
 			continue
 		}
 		if best == "" || st.RaftIndex > index {
 			best, index = m.Name, st.RaftIndex
 		}
 	}
-	if best == "" {
-		return r.automaticRestore(ctx, s)
+	return best, mayHold
+}
+
+// dataLost says whether the member controller reported, for the member's
+// current spec, that its volume is gone, empty or damaged.
+func dataLost(m *etcdv1.EtcdMember) bool {
+	c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady)
+	return c != nil && c.Reason == etcdv1.ReasonDataLost && c.ObservedGeneration == m.Generation
+}
+
+// manualSourceRefused says why the member a person named is not forced: it
+// is a learner, or another reachable member holds a higher raft index
+// (forcing it would give up what only the other holds), unless the
+// RecoverQuorumAcceptLossAnnotation names the same member.
+func manualSourceRefused(s *scope, want string) string {
+	st, ok := s.reachable[want]
+	if !ok {
+		return "" // forceFrom asks it and says it does not answer
 	}
-	if len(s.reachable)*2 > len(s.active()) {
-		// A quorum of members answers on its own: etcd is electing, not lost.
-		return source{}, "", nil
+	if s.cluster.Annotations[etcdv1.RecoverQuorumAcceptLossAnnotation] == want {
+		return ""
 	}
-	return source{member: best, automatic: true}, "", nil
+	if st.IsLearner {
+		return fmt.Sprintf("Member %s is a learner: it may lack writes the voters committed, so it is not forced. Name a voter, or confirm with %s=%s", want, etcdv1.RecoverQuorumAcceptLossAnnotation, want)
+	}
+	for _, m := range s.members {
+		o, ok := s.reachable[m.Name]
+		if !ok || m.Name == want || o.IsLearner || o.RaftIndex <= st.RaftIndex {
+			continue
+		}
+		return fmt.Sprintf("Member %s (raft index %d) is behind member %s (raft index %d): recovering from it would give up the writes only %s holds. Name %s, or confirm with %s=%s", want, st.RaftIndex, m.Name, o.RaftIndex, m.Name, m.Name, etcdv1.RecoverQuorumAcceptLossAnnotation, want)
+	}
+	return ""
 }
 
 // automaticRestore picks the newest complete backup when no member
@@ -172,7 +230,7 @@ func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, stri
 func (r *Reconciler) automaticRestore(ctx context.Context, s *scope) (source, string, error) {
 	var kept []string
 	for _, m := range s.members {
-		if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c == nil || c.Reason != etcdv1.ReasonDataLost || c.ObservedGeneration != m.Generation {
+		if !dataLost(m) {
 			kept = append(kept, m.Name)
 		}
 	}
@@ -325,7 +383,8 @@ func (r *Reconciler) continueRecovery(ctx context.Context, s *scope) (ctrl.Resul
 func (r *Reconciler) dropStaleAnnotation(ctx context.Context, s *scope) error {
 	c := s.cluster
 	want, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]
-	if all, healthy := s.voters(); !ok || !s.formed || healthy <= all/2 {
+	_, confirmed := c.Annotations[etcdv1.RecoverQuorumAcceptLossAnnotation]
+	if all, healthy := s.voters(); (!ok && !confirmed) || !s.formed || healthy <= all/2 {
 		return nil
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "RecoverQuorumIgnored", "Recover", "The %s=%s annotation was removed: etcd has its quorum and nothing is to be recovered; set it only while Available is False with reason QuorumLost", etcdv1.RecoverQuorumAnnotation, want)
@@ -369,12 +428,15 @@ func recoveredFrom(rs *etcdv1.RecoveryStatus) string {
 // what this pass decided.
 func (r *Reconciler) dropRecoverAnnotation(ctx context.Context, s *scope) error {
 	c := s.cluster
-	if _, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]; !ok {
+	_, ok := c.Annotations[etcdv1.RecoverQuorumAnnotation]
+	_, confirmed := c.Annotations[etcdv1.RecoverQuorumAcceptLossAnnotation]
+	if !ok && !confirmed {
 		return nil
 	}
 	cp := c.DeepCopy()
 	patch := client.MergeFrom(cp.DeepCopy())
 	delete(cp.Annotations, etcdv1.RecoverQuorumAnnotation)
+	delete(cp.Annotations, etcdv1.RecoverQuorumAcceptLossAnnotation)
 	if err := r.Patch(ctx, cp, patch); err != nil {
 		return fmt.Errorf("remove the %s annotation: %w", etcdv1.RecoverQuorumAnnotation, err)
 	}

@@ -72,6 +72,15 @@ func TestCommands(t *testing.T) {
 			}},
 		{name: "recover-quorum from no backup", extra: []client.Object{restorable(backup("nightly", "sample", -time.Hour, etcdv1.ConditionFailed, "SnapshotFailed", "x"))}, args: []string{"recover-quorum", "sample", "--latest-backup"}, wantErr: "etcdcluster prod/sample has no Complete EtcdBackup to restore"},
 		{name: "recover-quorum from a stranger", args: []string{"recover-quorum", "sample", "--from", "nope"}, wantErr: "nope is not a member of etcdcluster prod/sample"},
+		{name: "recover-quorum confirmed from a member behind", args: []string{"recover-quorum", "sample", "--from", "sample-aaaaa", "--accept-loss"},
+			wantOut: "annotated etcd.raftsman.io/recover-quorum=sample-aaaaa",
+			check: func(t *testing.T, te *testEnvironment) {
+				a := te.get(t).Annotations
+				if a[etcdv1.RecoverQuorumAnnotation] != "sample-aaaaa" || a[etcdv1.RecoverQuorumAcceptLossAnnotation] != "sample-aaaaa" {
+					t.Errorf("annotations %v, want both naming sample-aaaaa", a)
+				}
+			}},
+		{name: "recover-quorum accept-loss needs a member", args: []string{"recover-quorum", "sample", "--latest-backup", "--accept-loss"}, wantErr: "--accept-loss goes with --from MEMBER"},
 		{name: "recover-quorum", args: []string{"recover-quorum", "sample", "--from", "sample-aaaaa"},
 			wantOut: "annotated etcd.raftsman.io/recover-quorum=sample-aaaaa",
 			check: func(t *testing.T, te *testEnvironment) {

@@ -167,15 +167,17 @@ func settled(c *etcdv1.EtcdCluster) error {
 // (and removes when done).
 func recoverQuorumCommand(run runner) *cobra.Command {
 	var from string
-	var latest bool
+	var latest, acceptLoss bool
 	cmd := &cobra.Command{
-		Use:   "recover-quorum CLUSTER (--from MEMBER | --latest-backup)",
+		Use:   "recover-quorum CLUSTER (--from MEMBER [--accept-loss] | --latest-backup)",
 		Short: "Recover a cluster that lost its quorum from one member's data or its newest backup",
 		Long: `Annotate the cluster with etcd.raftsman.io/recover-quorum=MEMBER: the operator restarts
 that member alone from its own data (etcd's --force-new-cluster), keeps the volumes of the
 members left behind, grows the cluster back with learners and removes the annotation. It acts
 only while etcd has no quorum. Pick the reachable member with the highest raft index: status
-shows them. Writes only the lost members had are gone.
+shows them. Writes only the lost members had are gone. The operator refuses a member that is a
+learner or behind another reachable member; --accept-loss confirms it (annotation
+etcd.raftsman.io/recover-quorum-accept-loss=MEMBER), giving up what only the others hold.
 
 With --latest-backup (annotation value latest-backup), when no member's data is left: every
 member goes with its volume kept, and a new etcd cluster starts in the same EtcdCluster from
@@ -189,14 +191,18 @@ its newest Complete EtcdBackup. Writes made after that backup are gone.`,
 			}
 			from = etcdv1.RecoverFromLatestBackup
 		}
-		return runRecoverQuorum(ctx, e, args[0], from)
+		if acceptLoss && from == etcdv1.RecoverFromLatestBackup {
+			return fmt.Errorf("--accept-loss goes with --from MEMBER")
+		}
+		return runRecoverQuorum(ctx, e, args[0], from, acceptLoss)
 	})
 	cmd.Flags().StringVar(&from, "from", "", "The member to recover from")
 	cmd.Flags().BoolVar(&latest, "latest-backup", false, "Restore the cluster's newest Complete EtcdBackup instead")
+	cmd.Flags().BoolVar(&acceptLoss, "accept-loss", false, "Recover from the member even if it is a learner or behind another reachable member")
 	return cmd
 }
 
-func runRecoverQuorum(ctx context.Context, e *env, name, from string) error {
+func runRecoverQuorum(ctx context.Context, e *env, name, from string, acceptLoss bool) error {
 	if from == "" {
 		return fmt.Errorf("recover-quorum needs --from MEMBER (the member to restart the cluster from) or --latest-backup")
 	}
@@ -223,6 +229,9 @@ func runRecoverQuorum(ctx context.Context, e *env, name, from string) error {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[etcdv1.RecoverQuorumAnnotation] = from
+	if acceptLoss {
+		c.Annotations[etcdv1.RecoverQuorumAcceptLossAnnotation] = from
+	}
 	if err := e.c.Patch(ctx, c, patch); err != nil {
 		return fmt.Errorf("annotate etcdcluster %s: %w", c.Name, err)
 	}
