@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -18,11 +19,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -174,7 +177,9 @@ type scenario struct {
 	version string
 	// failpoints: run the operator built with failpoints.
 	failpoints bool
-	inject     func(e *faultEnv)
+	// spec changes the cluster's spec before it is created.
+	spec   func(*etcdv1.EtcdCluster)
+	inject func(e *faultEnv)
 	// index names the scenario's cluster, unique within the test's
 	// namespace.
 	index int
@@ -305,6 +310,72 @@ var scenarios = []scenario{
 			})
 		},
 	},
+	{
+		// A member paused while the two others acknowledge writes; then
+		// those two paused and the first resumed, with quorumLoss
+		// Automatic: only the member that missed the writes answers, and
+		// forcing it would give them up. The operator must wait (its
+		// Progressing message says the members gone may hold writes)
+		// until the two come back.
+		name: "majority-paused-automatic-recovery", replicas: 3,
+		spec: func(c *etcdv1.EtcdCluster) {
+			c.Spec.Recovery = etcdv1.RecoverySpec{QuorumLoss: etcdv1.QuorumLossAutomatic, QuorumLossAfter: "30s"}
+		},
+		inject: func(e *faultEnv) {
+			e.wait(time.Second, 3*time.Second)
+			behind := e.pick(isFollower)
+			first, err := pause(behind)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			paused := []int{first}
+			defer func() {
+				for _, pid := range paused {
+					_ = resume(pid)
+				}
+			}()
+			e.faults++
+			e.t.Logf("paused %s", behind)
+			e.wait(3*time.Second, 5*time.Second)
+			for _, m := range e.members() {
+				if m.Name == behind {
+					continue
+				}
+				pid, err := pause(m.Name)
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				paused = append(paused, pid)
+				e.t.Logf("paused %s", m.Name)
+			}
+			if err := resume(first); err != nil && !errors.Is(err, syscall.ESRCH) {
+				e.t.Fatal(err)
+			}
+			e.t.Logf("resumed %s, the only member that answers", behind)
+			// The automatic recovery's time comes (30s after the loss) and it
+			// declines: the condition says so.
+			waitFor(e.ctx, e.t, 2*time.Minute, "the automatic recovery to decline", func() (bool, error) {
+				c := &etcdv1.EtcdCluster{}
+				if err := e.k.c.Get(e.ctx, e.key, c); err != nil {
+					return false, err
+				}
+				if c.Status.Recovery != nil && c.Status.Recovery.Phase != etcdv1.RecoveryDone {
+					return false, fmt.Errorf("a recovery started: %+v", *c.Status.Recovery)
+				}
+				p := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+				return p != nil && p.Reason == etcdv1.ReasonQuorumLost && strings.Contains(p.Message, "may still hold acknowledged writes"), nil
+			})
+			for _, pid := range paused[1:] {
+				// ESRCH: the kubelet restarted the container meanwhile.
+				if err := resume(pid); err != nil && !errors.Is(err, syscall.ESRCH) {
+					e.t.Fatal(err)
+				}
+			}
+			paused = nil
+			e.ended()
+			e.converged(3)
+		},
+	},
 }
 
 // followerThenLeader injects a fault into a follower, then into the
@@ -419,6 +490,9 @@ func runScenario(ctx context.Context, t *testing.T, k *kube, sc scenario, round 
 	c := newCluster(namespaceOf(ctx), fmt.Sprintf("rb%d-%d", sc.index, round+1), sc.replicas)
 	if sc.version != "" {
 		c.Spec.Version = sc.version
+	}
+	if sc.spec != nil {
+		sc.spec(c)
 	}
 	if err := k.c.Create(ctx, c); err != nil {
 		t.Fatal(err)
