@@ -10,7 +10,9 @@ import (
 	"github.com/raftsman/raftsman/controllers/cluster"
 	"github.com/raftsman/raftsman/controllers/member"
 	"github.com/raftsman/raftsman/controllers/tls"
+	"github.com/raftsman/raftsman/controllers/undecodable"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 // Options configure every controller.
@@ -68,8 +70,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := joinMetrics(mgr); err != nil {
 		return err
 	}
+	// The controllers never see an object decoded in part: one tenant's
+	// object the operator cannot decode must not stop the others.
+	c, apiReader := kube.Decodable(mgr.GetClient()), kube.DecodableReader(mgr.GetAPIReader())
 	if err := (&cluster.Reconciler{
-		Client:   mgr.GetClient(),
+		Client:   c,
 		Recorder: mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
 		Etcd:     opts.Etcd,
 		Options:  opts.Cluster,
@@ -77,8 +82,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("set up the cluster controller: %w", err)
 	}
 	if err := (&member.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
+		Client:    c,
+		APIReader: apiReader,
 		Recorder:  mgr.GetEventRecorder("raftsman-" + member.ControllerName),
 		Workers:   opts.Cluster.Workers,
 		// The member controller has no options of its own; this one is
@@ -90,8 +95,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.TLS.ClusterDomain = opts.Cluster.ClusterDomain
 	opts.TLS.EtcdTimeout = opts.Cluster.EtcdTimeout
 	if err := (&tls.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
+		Client:    c,
+		APIReader: apiReader,
 		Recorder:  mgr.GetEventRecorder("raftsman-" + tls.ControllerName),
 		Etcd:      opts.Etcd,
 		Options:   opts.TLS,
@@ -99,11 +104,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("set up the tls controller: %w", err)
 	}
 	if err := (&backup.Reconciler{
-		Client:   mgr.GetClient(),
+		Client:   c,
 		Recorder: mgr.GetEventRecorder("raftsman-" + backup.ControllerName),
 		Options:  opts.Backup,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the backup controller: %w", err)
+	}
+	if err := undecodable.SetupWithManager(mgr, mgr.GetEventRecorder("raftsman-"+undecodable.ControllerName)); err != nil {
+		return fmt.Errorf("set up the undecodable controller: %w", err)
 	}
 	return nil
 }
