@@ -12,7 +12,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.suspend) || !self.suspend || !has(self.storage) || !has(self.storage.medium) || self.storage.medium != 'Memory'",message="spec.suspend cannot be set on a cluster with spec.storage.medium Memory: its data lives only as long as its Pods; take a backup and delete the cluster instead"
 // +kubebuilder:validation:XValidation:rule="!self.version.matches('^3\\\\.[7-9]\\\\.') || !has(self.options) || !has(self.options.extraArgs) || self.options.extraArgs.all(k, !k.startsWith('experimental-'))",message="spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later: 3.7 removed them and would not start. Use the names 3.6 gave them (for example corrupt-check-time for experimental-corrupt-check-time)"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change: it only says how a new cluster starts"
-// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || quantity(string(self.storage.size)).asApproximateFloat() > double(self.options.quotaBackendBytes == 0 ? 2147483648 : self.options.quotaBackendBytes)",message="spec.options.quotaBackendBytes (0 is etcd's default, 2 GiB) must be less than spec.storage.size (1Gi by default): the database would fill the volume before etcd raises its NOSPACE alarm, and the WAL and a defragmentation need room beside it. Leave it unset for the default (see the README, Maintenance)"
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || !(size(string(self.storage.size)) <= 24 && string(self.storage.size).matches('^[0-9]{1,18}(\\\\.[0-9]{1,9})?([KMGTPE]i|[kMGTPE]|[eE][0-9]{1,2})?$')) || quantity(string(self.storage.size)).asApproximateFloat() > double(self.options.quotaBackendBytes == 0 ? 2147483648 : self.options.quotaBackendBytes)",message="spec.options.quotaBackendBytes (0 is etcd's default, 2 GiB) must be less than spec.storage.size (1Gi by default): the database would fill the volume before etcd raises its NOSPACE alarm, and the WAL and a defragmentation need room beside it. Leave it unset for the default (see the README, Maintenance)"
 type EtcdClusterSpec struct {
 	// Replicas is the number of etcd members. Odd numbers tolerate the most
 	// failures for their size; an even number is allowed and the status warns.
@@ -133,7 +133,7 @@ type DefragPolicy struct {
 	// before the thresholds defragment it (default 64Mi), so that small
 	// databases are not defragmented for little gain.
 	// +kubebuilder:default="64Mi"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).asInteger() >= 0",message="spec.maintenance.defrag.minFreeBytes must be a whole number of bytes like 64Mi, not negative"
+	// +kubebuilder:validation:XValidation:rule="(size(string(self)) <= 24 && string(self).matches('^[0-9]{1,18}(\\\\.[0-9]{1,9})?([KMGTPE]i|[kMGTPE]|[eE][0-9]{1,2})?$')) && quantity(string(self)).isInteger()",message="spec.maintenance.defrag.minFreeBytes must be a whole number of bytes like 64Mi (digits, then Ki, Mi, Gi, k, M, G or an exponent of at most 2 digits; at most 24 characters), not negative"
 	// +optional
 	MinFreeBytes *resource.Quantity `json:"minFreeBytes,omitempty"`
 }
@@ -164,10 +164,13 @@ const (
 
 // StorageSpec is the storage of each member.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName cannot change once set: existing volumes keep their class"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.size) || !has(self.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size may grow but never shrink: set it back to at least its current value"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.size) || !has(self.size) || !(size(string(self.size)) <= 24 && string(self.size).matches('^[0-9]{1,18}(\\\\.[0-9]{1,9})?([KMGTPE]i|[kMGTPE]|[eE][0-9]{1,2})?$')) || size(string(oldSelf.size)) > 24 || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size may grow but never shrink: set it back to at least its current value"
 type StorageSpec struct {
-	// Size of each member's volume (or tmpfs limit for Memory).
+	// Size of each member's volume (or tmpfs limit for Memory), at least
+	// 128Mi: etcd preallocates its write-ahead log in files of 64 MiB and
+	// needs room for the next one and the database beside it.
 	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:XValidation:rule="(size(string(self)) <= 24 && string(self).matches('^[0-9]{1,18}(\\\\.[0-9]{1,9})?([KMGTPE]i|[kMGTPE]|[eE][0-9]{1,2})?$')) && quantity(string(self)).compareTo(quantity('128Mi')) >= 0",message="spec.storage.size must be a size like 1Gi or 512Mi (digits, an optional fraction, then Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent of at most 2 digits; at most 24 characters) of at least 128Mi: etcd preallocates 64 MiB write-ahead log files and needs room for the next one and the database beside them"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 

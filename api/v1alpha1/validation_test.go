@@ -28,6 +28,7 @@ const (
 	msgExperimental37  = "spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later"
 	msgStorageClass    = "spec.storage.storageClassName cannot change once set"
 	msgSizeShrink      = "spec.storage.size may grow but never shrink"
+	msgSizeFormat      = "spec.storage.size must be a size like 1Gi or 512Mi"
 	msgMedium          = "spec.storage.medium cannot change once the cluster exists"
 	msgElection        = "spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis"
 	msgOwnedFlag       = "spec.options.extraArgs cannot set a flag the operator owns"
@@ -252,6 +253,8 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "defrag percent 101", patch: `{"spec":{"maintenance":{"defrag":{"minFreePercent":101}}}}`, wantErr: []string{"spec.maintenance.defrag.minFreePercent", "should be less than or equal to 100"}},
 		{name: "defrag bytes fractional", patch: `{"spec":{"maintenance":{"defrag":{"minFreeBytes":"100m"}}}}`, wantErr: []string{msgMinFreeBytes}},
 		{name: "defrag bytes negative", patch: `{"spec":{"maintenance":{"defrag":{"minFreeBytes":"-1Mi"}}}}`, wantErr: []string{msgMinFreeBytes}},
+		{name: "defrag bytes with a long exponent", patch: `{"spec":{"maintenance":{"defrag":{"minFreeBytes":"1e-4000000"}}}}`, wantErr: []string{"spec.maintenance.defrag.minFreeBytes", msgMinFreeBytes}},
+		{name: "defrag bytes with a fractional exponent", patch: `{"spec":{"maintenance":{"defrag":{"minFreeBytes":"1e1.5"}}}}`, wantErr: []string{msgMinFreeBytes}},
 		{name: "quorum loss after out of Go's range", patch: `{"spec":{"recovery":{"quorumLossAfter":"99999999999h"}}}`, wantErr: []string{"spec.recovery.quorumLossAfter"}},
 
 		// spec.suspend, spec.backup, spec.bootstrap
@@ -329,6 +332,14 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "scale to ten", patch: `{"spec":{"replicas":10}}`, wantErr: []string{"spec.replicas", msgAtMostNine}},
 
 		// spec.storage.size
+		{name: "size below 128Mi", spec: size("64Mi"), wantErr: []string{"spec.storage.size", msgSizeFormat, "at least 128Mi"}},
+		{name: "size 0", spec: size("0"), wantErr: []string{msgSizeFormat}},
+		{name: "size negative", spec: size("-1Gi"), wantErr: []string{msgSizeFormat}},
+		{name: "size 128Mi", spec: size("128Mi")},
+		{name: "size with a fractional exponent Go cannot read", patch: `{"spec":{"storage":{"size":"1e1.5"}}}`, wantErr: []string{"spec.storage.size", msgSizeFormat}},
+		{name: "size with a long exponent", patch: `{"spec":{"storage":{"size":"1e-4000000"}}}`, wantErr: []string{msgSizeFormat}},
+		{name: "size of 25 characters", patch: `{"spec":{"storage":{"size":"1000000000000000000000000"}}}`, wantErr: []string{msgSizeFormat}},
+		{name: "size with an exponent", patch: `{"spec":{"storage":{"size":"2e9"}}}`},
 		{name: "size grows", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"2Gi"}}}`},
 		{name: "size shrinks", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`, wantErr: []string{msgSizeShrink}},
 		{name: "size unchanged", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`},
