@@ -74,10 +74,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// object the operator cannot decode must not stop the others.
 	c, apiReader := kube.Decodable(mgr.GetClient()), kube.DecodableReader(mgr.GetAPIReader())
 	if err := (&cluster.Reconciler{
-		Client:   c,
-		Recorder: mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
-		Etcd:     opts.Etcd,
-		Options:  opts.Cluster,
+		Client:    c,
+		APIReader: apiReader,
+		Recorder:  mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
+		Etcd:      opts.Etcd,
+		Options:   opts.Cluster,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the cluster controller: %w", err)
 	}

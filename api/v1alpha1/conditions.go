@@ -284,6 +284,10 @@ const (
 	// healthy in time; the rollout touches no other member until the spec
 	// changes again (Degraded True, the message names the member).
 	ReasonRolloutStuck = "RolloutStuck"
+	// ReasonNameConflict (Degraded): an object under a name the cluster
+	// needs (a Service, the PodDisruptionBudget) is not the cluster's; the
+	// operator leaves it as it is.
+	ReasonNameConflict = "NameConflict"
 )
 
 // Reasons of EtcdMember conditions.

@@ -596,6 +596,7 @@ type RolloutStatus struct {
 // creation only (optionalOldSelf): a cluster created before them can still be
 // updated and deleted.
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 35",message="metadata.name of an EtcdCluster is at most 35 characters: the final backup before a suspend is named <name>-suspend-<generation>, with up to 19 digits, and that name is a label value of at most 63 characters on the backup's Pods",optionalOldSelf=true
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.endsWith('-peer')",message="metadata.name of an EtcdCluster cannot end in -peer: cluster <name>'s peer Service is <name>-peer, so a cluster x-peer would share its client Service with cluster x",optionalOldSelf=true
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name of an EtcdCluster must be a DNS-1035 label: a lowercase letter, then lowercase letters, digits and '-', not ending in '-', no dots; it is the name of the cluster's Service",optionalOldSelf=true
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -505,6 +505,8 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "name of 36 characters", objName: "c" + strings.Repeat("x", 35), wantErr: []string{msgClusterNameLength}},
 		{name: "name with a dot", objName: "demo.prod", wantErr: []string{msgClusterNameDNS}},
 		{name: "name starting with a digit", objName: "1demo", wantErr: []string{msgClusterNameDNS}},
+		{name: "name ending in -peer", objName: "demo-peer", wantErr: []string{"metadata.name of an EtcdCluster cannot end in -peer"}},
+		{name: "name with -peer inside", objName: "demo-peers"},
 
 		// spec.options.extraArgs keys and values
 		{name: "extra arg key with a value after =", spec: extraArgs("data-dir=/x", ""), wantErr: []string{msgLeadingDashes}},

@@ -94,9 +94,12 @@ func DefaultOptions() Options {
 // Reconciler reconciles an EtcdCluster.
 type Reconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Etcd     etcd.Factory
-	Options  Options
+	// APIReader reads past the cache: an object of a name the cluster needs
+	// that the cache does not hold (another shard's, or nobody's).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Etcd      etcd.Factory
+	Options   Options
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live): the

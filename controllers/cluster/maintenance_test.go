@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -233,6 +234,10 @@ func TestClientServiceSelectsServingOnceEveryPodIsLabelled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1, interceptor.Funcs{})
 	old := resources.ClientService(e.cluster(), false)
+	// The operator made it (it owns what it keeps up to date).
+	if err := controllerutil.SetControllerReference(e.cluster(), old, e.c.Scheme()); err != nil {
+		t.Fatal(err)
+	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "demo-a", Namespace: "ns",
 		Labels: map[string]string{etcdv1.ClusterLabel: "demo", etcdv1.MemberLabel: "demo-a"}}}
 	for _, o := range []client.Object{old, pod} {

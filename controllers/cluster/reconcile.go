@@ -72,6 +72,9 @@ type scope struct {
 	plan versionPlan
 	// stuck says why a rollout stopped, for the Degraded condition.
 	stuck string
+	// foreign names the objects under names the cluster needs (its
+	// Services, its PDB) that it does not own: they are left as they are.
+	foreign []string
 
 	// restoreFrom is the snapshot the first member of a cluster restored
 	// from a backup after a lost quorum is made from (restoreFromBackup).
@@ -201,15 +204,41 @@ func (r *Reconciler) patchStatuses(ctx context.Context, s *scope) error {
 	return errors.Join(errs...)
 }
 
-// createOwned creates obj owned by the cluster; one that exists is fine.
+// createOwned creates obj owned by the cluster; one that exists is fine
+// if the cluster owns it, and recorded as foreign otherwise.
 func (r *Reconciler) createOwned(ctx context.Context, s *scope, obj client.Object) error {
 	if err := controllerutil.SetControllerReference(s.cluster, obj, r.Scheme()); err != nil {
 		return fmt.Errorf("own %s: %w", obj.GetName(), err)
 	}
-	if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+	err := r.Create(ctx, obj)
+	if err == nil || !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		}
+		return nil
 	}
+	if r.APIReader == nil {
+		return nil
+	}
+	// Not in the cache, yet there: another's, or ours not seen yet.
+	have := obj.DeepCopyObject().(client.Object)
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), have); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.ownedOrForeign(have)
 	return nil
+}
+
+// ownedOrForeign says whether the cluster owns obj, and records it as
+// foreign when it does not: the operator never changes an object it does
+// not own, whatever its name.
+func (s *scope) ownedOrForeign(obj client.Object) bool {
+	if metav1.IsControlledBy(obj, s.cluster) {
+		return true
+	}
+	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+	s.foreign = append(s.foreign, fmt.Sprintf("%s %s", kind, obj.GetName()))
+	return false
 }
 
 // ensureServices creates the peer and client Services and keeps their
@@ -244,6 +273,7 @@ func (r *Reconciler) ensureServices(ctx context.Context, s *scope) (ctrl.Result,
 			if err := r.createOwned(ctx, s, want); err != nil {
 				return ctrl.Result{}, err
 			}
+		case !s.ownedOrForeign(have):
 		case !servicesMatch(have, want):
 			have.Spec.Selector, have.Spec.Ports, have.Spec.PublishNotReadyAddresses = want.Spec.Selector, want.Spec.Ports, want.Spec.PublishNotReadyAddresses
 			if err := r.Update(ctx, have); err != nil {
@@ -310,6 +340,7 @@ func (r *Reconciler) ensurePDB(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, r.createOwned(ctx, s, want)
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get pdb: %w", err)
+	case !s.ownedOrForeign(have):
 	case have.Spec.MinAvailable == nil || *have.Spec.MinAvailable != *want.Spec.MinAvailable ||
 		!equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector):
 		have.Spec.MinAvailable, have.Spec.Selector = want.Spec.MinAvailable, want.Spec.Selector

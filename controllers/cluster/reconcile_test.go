@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -822,4 +824,91 @@ func TestBootstrapFromAStaleCacheMakesNoSecondCluster(t *testing.T) {
 			t.Errorf("%s: initial cluster %q, want %q", ms[i].Name, ms[i].Spec.InitialCluster, first[0].Spec.InitialCluster)
 		}
 	}
+}
+
+// TestForeignObjectsAreLeftAlone: a Service or PDB under a name the cluster
+// needs that the cluster does not own is never updated; Degraded says
+// NameConflict and names it. hidden: the cache does not hold it (another
+// shard's, or unlabelled), so only the create finds it, and the API reader
+// tells whose it is.
+func TestForeignObjectsAreLeftAlone(t *testing.T) {
+	t.Parallel()
+	foreignSvc := func() client.Object {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "demo", Labels: map[string]string{"app": "other"}},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "other"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	}
+	foreignPDB := func() client.Object {
+		return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "demo"},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(7)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}}}
+	}
+	tests := []struct {
+		name   string
+		obj    func() client.Object
+		hidden bool
+		want   string
+	}{
+		{name: "a Service of the client Service's name", obj: foreignSvc, want: "Service demo"},
+		{name: "a PDB of the cluster's name", obj: foreignPDB, want: "PodDisruptionBudget demo"},
+		{name: "a Service the cache does not hold", obj: foreignSvc, hidden: true, want: "Service demo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, 3, interceptor.Funcs{})
+			orig := tt.obj()
+			live := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(orig.DeepCopyObject().(client.Object)).Build()
+			if tt.hidden {
+				// The cache misses it; the API server has it.
+				e.r.Client = &hiddenCreate{Client: e.c, live: live}
+			} else if err := e.c.Create(context.Background(), orig.DeepCopyObject().(client.Object)); err != nil {
+				t.Fatal(err)
+			}
+			e.r.APIReader = live
+			e.mustReconcile()
+			e.mustReconcile()
+
+			got := tt.obj()
+			if err := live.Get(context.Background(), client.ObjectKeyFromObject(orig), got); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.hidden {
+				if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(orig), got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(got.GetOwnerReferences()) > 0 {
+				t.Errorf("the foreign object was taken over: owners %v", got.GetOwnerReferences())
+			}
+			switch o := got.(type) {
+			case *corev1.Service:
+				if o.Spec.Selector["app"] != "other" || o.Spec.Ports[0].Port != 80 {
+					t.Errorf("the foreign Service was changed: %+v", o.Spec)
+				}
+			case *policyv1.PodDisruptionBudget:
+				if o.Spec.MinAvailable.IntValue() != 7 {
+					t.Errorf("the foreign PDB was changed: %+v", o.Spec)
+				}
+			}
+			d := condition(e.cluster().Status.Conditions, etcdv1.ConditionDegraded)
+			if d.Status != metav1.ConditionTrue || d.Reason != etcdv1.ReasonNameConflict || !strings.Contains(d.Message, tt.want) {
+				t.Errorf("Degraded = %+v, want True NameConflict naming %s", d, tt.want)
+			}
+		})
+	}
+}
+
+// hiddenCreate is a client whose Create of an object the live client holds
+// fails with AlreadyExists, as the API server answers for an object the
+// cache does not hold.
+type hiddenCreate struct {
+	client.Client
+	live client.Client
+}
+
+func (h *hiddenCreate) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	have := obj.DeepCopyObject().(client.Object)
+	if err := h.live.Get(ctx, client.ObjectKeyFromObject(obj), have); err == nil {
+		return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "services"}, obj.GetName())
+	}
+	return h.Client.Create(ctx, obj, opts...)
 }

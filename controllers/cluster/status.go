@@ -217,6 +217,9 @@ func setDegraded(s *scope) {
 		kube.Set(&c.Status.Conditions, c.Generation, etcdv1.ConditionDegraded, ok, reason, msg)
 	}
 	switch {
+	case len(s.foreign) > 0:
+		set(true, etcdv1.ReasonNameConflict, fmt.Sprintf("%s already exist and are not this cluster's: the operator leaves them as they are, and clients may not reach the members through them. Delete or rename them, or create the cluster under another name", strings.Join(s.foreign, ", ")))
+		return
 	case !s.formed && s.restoringBackup():
 		set(true, etcdv1.ReasonRestoringBackup, c.Status.Recovery.Message)
 		return
