@@ -317,6 +317,14 @@ const (
 	// ReasonPodFailing: the etcd container cannot run (its image cannot be
 	// pulled, it exits at start); the message has what the kubelet says.
 	ReasonPodFailing = "PodFailing"
+	// ReasonPodRejected (member Ready, cluster Degraded): the API server
+	// refuses the member's Pod as its spec would build it (found by a
+	// server-side dry run before a running Pod is deleted, or at create);
+	// the running Pod, if any, is kept.
+	ReasonPodRejected = "PodRejected"
+	// ReasonUnschedulable (member Ready, cluster Degraded): the scheduler
+	// finds no node for the member's Pod; the message is the scheduler's.
+	ReasonUnschedulable = "Unschedulable"
 
 	// ReasonVolumeReleased: the member's PVC no longer belongs to it and
 	// outlives it (VolumeRetained True).

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -911,4 +912,46 @@ func (h *hiddenCreate) Create(ctx context.Context, obj client.Object, opts ...cl
 		return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "services"}, obj.GetName())
 	}
 	return h.Client.Create(ctx, obj, opts...)
+}
+
+// TestMemberPodTroubleIsDegraded: what the member controller says of a Pod
+// the API server refuses or the scheduler cannot place (its Ready reason,
+// for the member's generation) makes the cluster Degraded with the same
+// reason and the member's message; a stale condition does not.
+func TestMemberPodTroubleIsDegraded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		reason string
+		stale  bool
+		want   string // Degraded reason
+	}{
+		{reason: etcdv1.ReasonPodRejected, want: etcdv1.ReasonPodRejected},
+		{reason: etcdv1.ReasonUnschedulable, want: etcdv1.ReasonUnschedulable},
+		{reason: etcdv1.ReasonPodRejected, stale: true, want: etcdv1.ReasonBootstrapping},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s stale=%v", tt.reason, tt.stale), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, 3, interceptor.Funcs{})
+			e.mustReconcile()
+			m := e.members()[0]
+			gen := m.Generation
+			if tt.stale {
+				gen--
+			}
+			meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: tt.reason, Message: "the member controller's words", ObservedGeneration: gen})
+			if err := e.c.Status().Update(context.Background(), &m); err != nil {
+				t.Fatal(err)
+			}
+			e.mustReconcile()
+			d := condition(e.cluster().Status.Conditions, etcdv1.ConditionDegraded)
+			if d.Reason != tt.want {
+				t.Fatalf("Degraded = %+v, want reason %s", d, tt.want)
+			}
+			if !tt.stale && (d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, m.Name) || !strings.Contains(d.Message, "the member controller's words")) {
+				t.Errorf("Degraded = %+v, want True naming %s with its message", d, m.Name)
+			}
+		})
+	}
 }

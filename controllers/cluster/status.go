@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -220,6 +221,12 @@ func setDegraded(s *scope) {
 	case len(s.foreign) > 0:
 		set(true, etcdv1.ReasonNameConflict, fmt.Sprintf("%s already exist and are not this cluster's: the operator leaves them as they are, and clients may not reach the members through them. Delete or rename them, or create the cluster under another name", strings.Join(s.foreign, ", ")))
 		return
+	case podTrouble(s, etcdv1.ReasonPodRejected) != "":
+		set(true, etcdv1.ReasonPodRejected, podTrouble(s, etcdv1.ReasonPodRejected))
+		return
+	case podTrouble(s, etcdv1.ReasonUnschedulable) != "":
+		set(true, etcdv1.ReasonUnschedulable, podTrouble(s, etcdv1.ReasonUnschedulable))
+		return
 	case !s.formed && s.restoringBackup():
 		set(true, etcdv1.ReasonRestoringBackup, c.Status.Recovery.Message)
 		return
@@ -276,4 +283,18 @@ func setRegistered(s *scope, m *etcdv1.EtcdMember) {
 	default:
 		set(false, etcdv1.ReasonAwaitingAdd, "Waiting to be added to etcd as a learner")
 	}
+}
+
+// podTrouble is what the member controller says (its Ready condition for
+// the member's current generation, with the given reason) of the first
+// member whose Pod the API server refuses or the scheduler cannot place,
+// "" when none.
+func podTrouble(s *scope, reason string) string {
+	for _, m := range s.members {
+		c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady)
+		if c != nil && c.Reason == reason && c.ObservedGeneration == m.Generation {
+			return fmt.Sprintf("Member %s: %s", m.Name, c.Message)
+		}
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package member_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ func TestEnvMemberController(t *testing.T) {
 		"RetainReleasesThePVC":                testRetainVolume,
 		"RetainMemoryHasNoVolume":             testRetainMemory,
 		"DrainedLeavesTheClientService":       testDrained,
+		"RejectedPodNeverCostsTheRunningOne":  testPodRejected,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -511,4 +513,72 @@ func dataVolume(pod *corev1.Pod) *corev1.Volume {
 		}
 	}
 	return nil
+}
+
+// testPodRejected: a member spec the API server would refuse as a Pod
+// (requests above limits) is found by a server-side dry run before the
+// running Pod goes: the Pod stays, Ready says PodRejected with the API
+// server's message, and setting the spec back leaves the same Pod. A new
+// member with such a spec gets no Pod and the same condition.
+func testPodRejected(t *testing.T, c client.Client) {
+	ns := newNamespace(t, c)
+	m := newMember(t, c, ns, "demo-r", nil)
+	setRegistered(t, c, m, m.Generation)
+	first := waitPod(t, c, m, "")
+	eventually(t, "status.podName recorded", func() error {
+		if got := getMember(t, c, m).Status.PodName; got != first.Name {
+			return fmt.Errorf("status.podName = %q", got)
+		}
+		return nil
+	})
+	bad := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+	}
+	setResources := func(r corev1.ResourceRequirements) {
+		t.Helper()
+		var gen int64
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := getMember(t, c, m)
+			got.Spec.Resources = r
+			err := c.Update(t.Context(), got)
+			gen = got.Generation
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setRegistered(t, c, m, gen)
+	}
+	samePod := func() {
+		t.Helper()
+		p := &corev1.Pod{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(first), p); err != nil {
+			t.Fatalf("the running Pod: %v", err)
+		}
+		if p.UID != first.UID || !p.DeletionTimestamp.IsZero() {
+			t.Fatalf("the running Pod was deleted or replaced (uid %s, deleting %v)", p.UID, p.DeletionTimestamp)
+		}
+	}
+
+	setResources(bad)
+	got := waitReady(t, c, m, etcdv1.ReasonPodRejected)
+	cond := meta.FindStatusCondition(got.Status.Conditions, etcdv1.ConditionReady)
+	for _, want := range []string{"must be less than or equal to cpu limit", first.Name + " keeps running"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("Ready message %q does not say %q", cond.Message, want)
+		}
+	}
+	samePod()
+
+	setResources(corev1.ResourceRequirements{})
+	waitReady(t, c, m, etcdv1.ReasonPodNotReady)
+	samePod()
+
+	fresh := newMember(t, c, ns, "demo-s", func(s *etcdv1.EtcdMemberSpec) { s.Resources = bad })
+	setRegistered(t, c, fresh, fresh.Generation)
+	waitReady(t, c, fresh, etcdv1.ReasonPodRejected)
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(fresh), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Pod of the refused spec: %v", err)
+	}
 }

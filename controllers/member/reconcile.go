@@ -54,6 +54,9 @@ type scope struct {
 	lostCheck time.Duration
 	// expandRefused says why the API server refused to grow the volume.
 	expandRefused string
+	// podRefused is why the API server refuses the member's Pod as its
+	// spec builds it: the running Pod, if any, is kept.
+	podRefused string
 	// volume is what became of the PVC of a member whose cluster keeps
 	// its volumes (spec.deletionPolicy Retain).
 	volume retainedVolume
@@ -208,6 +211,11 @@ func (r *Reconciler) restartForSpec(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	if resources.PodUpToDate(m, p) {
 		return ctrl.Result{}, nil
+	}
+	// The running Pod goes only once the API server would take the new
+	// one: a spec it refuses must not cost a running member.
+	if refused, err := r.refusesPod(ctx, s); err != nil || refused {
+		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Restarting the Pod to take the member's new spec", "pod", p.Name, "hash", resources.PodSpecHash(m))
 	if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -416,6 +424,11 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	ctrl.LoggerFrom(ctx).Info("Creating Pod", "pod", pod.Name, "firstPod", m.Status.PodName == "")
 	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) && !namespaceTerminating(err) {
+		if why := podRefusal(err); why != "" {
+			// Retrying changes nothing: a change of the spec wakes us.
+			s.podRefused = why
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	s.pod = pod
@@ -517,4 +530,45 @@ func (r *Reconciler) goneForSure(ctx context.Context, obj client.Object, namespa
 		return true
 	}
 	return apierrors.IsNotFound(r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj))
+}
+
+// refusesPod asks the API server, with a server-side dry run, whether it
+// would create the member's Pod as its spec now builds it, and records why
+// not. The dry run is of a Pod of a generated name, so that the running
+// Pod of the same name does not answer for it.
+func (r *Reconciler) refusesPod(ctx context.Context, s *scope) (bool, error) {
+	m := s.member
+	pod := resources.MemberPod(m, m.Status.PodName == "")
+	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
+		return false, fmt.Errorf("own pod of %s: %w", m.Name, err)
+	}
+	pod.GenerateName, pod.Name = pod.Name+"-", ""
+	err := r.Create(ctx, pod, client.DryRunAll)
+	if err == nil {
+		return false, nil
+	}
+	if why := podRefusal(err); why != "" {
+		ctrl.LoggerFrom(ctx).Info("The API server refuses the member's new Pod; the running Pod is kept", "why", why)
+		s.podRefused = why
+		return true, nil
+	}
+	return false, fmt.Errorf("dry run of the new pod of %s: %w", m.Name, err)
+}
+
+// podRefusal is the API server's message when err refuses a Pod for what
+// it is (invalid, or forbidden by an admission policy), "" for an error a
+// later try may not meet (a quota exceeded while the old Pod still
+// counts, a timeout).
+func podRefusal(err error) string {
+	switch {
+	case apierrors.IsInvalid(err):
+	case apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "exceeded quota"):
+	default:
+		return ""
+	}
+	msg := err.Error()
+	if len(msg) > 1024 {
+		msg = msg[:1024] + "..."
+	}
+	return msg
 }

@@ -31,12 +31,20 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
 	case s.waitingForTLS:
 		set(false, etcdv1.ReasonWaitingForTLS, "The first Pod waits for the cluster's TLSReady condition: its certificates are not ready")
+	case s.podRefused != "":
+		running := "it has no Pod"
+		if s.pod != nil && s.pod.DeletionTimestamp.IsZero() {
+			running = fmt.Sprintf("Pod %s keeps running on the previous spec", s.pod.Name)
+		}
+		set(false, etcdv1.ReasonPodRejected, fmt.Sprintf("The API server refuses the member's Pod as the cluster's spec builds it (%s): %s. Change the EtcdCluster's spec so that a Pod is valid (or set it back)", running, s.podRefused))
 	case s.restarting || (s.pod != nil && !resources.PodUpToDate(m, s.pod)):
 		set(false, etcdv1.ReasonRestarting, fmt.Sprintf("Pod %s restarts to take the member's new spec", s.member.Name))
 	case podReady(s.pod):
 		set(true, etcdv1.ReasonPodReady, "etcd answers its readiness check")
 	case podFailing(s.pod) != "":
 		set(false, etcdv1.ReasonPodFailing, fmt.Sprintf("Pod %s cannot run etcd: %s", s.member.Name, podFailing(s.pod)))
+	case unschedulable(s.pod) != "":
+		set(false, etcdv1.ReasonUnschedulable, fmt.Sprintf("Pod %s cannot be scheduled: %s", s.member.Name, unschedulable(s.pod)))
 	default:
 		// One message from creation to ready, naming no passing detail
 		// (like ContainerCreating): each change would be one more write,
@@ -93,6 +101,20 @@ func podFailing(p *corev1.Pod) string {
 				msg += ")"
 			}
 			return msg
+		}
+	}
+	return ""
+}
+
+// unschedulable is the scheduler's message for a Pod it found no node for,
+// "" otherwise.
+func unschedulable(p *corev1.Pod) string {
+	if p == nil || !p.DeletionTimestamp.IsZero() || p.Spec.NodeName != "" {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Message
 		}
 	}
 	return ""

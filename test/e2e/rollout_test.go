@@ -90,6 +90,7 @@ func init() {
 				return nil
 			})
 			e.stuckThenReverted()
+			e.rejectedThenReverted()
 		},
 	})
 }
@@ -202,6 +203,49 @@ func (e *faultEnv) stuckThenReverted() {
 		}
 		return nil
 	})
+}
+
+// rejectedThenReverted sets resources the API server refuses in a Pod
+// (a request above its limit; the CRD lets it through): the member
+// controller's dry run finds it before any Pod is deleted, so no Pod
+// restarts, the cluster stays Available and says Degraded PodRejected with
+// the API server's message; setting it back clears that, with the same
+// Pods.
+func (e *faultEnv) rejectedThenReverted() {
+	e.t.Helper()
+	before := e.memberPods()
+	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) {
+		s.Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		}
+	})
+	e.faults++
+	waitFor(e.ctx, e.t, rollBound, "Degraded PodRejected", func() (bool, error) {
+		c := &etcdv1.EtcdCluster{}
+		if err := e.k.c.Get(e.ctx, e.key, c); err != nil {
+			return false, err
+		}
+		d := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionDegraded)
+		if d == nil || d.Reason != etcdv1.ReasonPodRejected || d.ObservedGeneration != c.Generation {
+			return false, fmt.Errorf("degraded %+v", d)
+		}
+		if !strings.Contains(d.Message, "must be less than or equal to cpu limit") {
+			return false, fmt.Errorf("the message lacks the API server's: %s", d.Message)
+		}
+		if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionAvailable) {
+			return false, fmt.Errorf("not Available while a spec is refused: %v", c.Status.Conditions)
+		}
+		return true, nil
+	})
+	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) { s.Resources = corev1.ResourceRequirements{} })
+	e.ended()
+	e.converged(3)
+	for name, p := range e.memberPods() {
+		if was, ok := before[name]; !ok || was.UID != p.UID {
+			e.t.Errorf("pod %s was restarted for a spec the API server refuses", name)
+		}
+	}
 }
 
 // patchSpec changes the cluster's spec with a merge patch.
