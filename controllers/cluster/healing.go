@@ -102,7 +102,7 @@ func (r *Reconciler) learnerStuck(m *etcdv1.EtcdMember) (time.Duration, bool) {
 func (r *Reconciler) replaceStuckLearner(ctx context.Context, s *scope, m *etcdv1.EtcdMember, waited time.Duration, why string) (ctrl.Result, error) {
 	s.progress, s.progressMsg = etcdv1.ReasonLearnerStuck, fmt.Sprintf("Learner %s %s after %s; it is removed and added again", m.Name, why, waited.Round(time.Second))
 	ctrl.LoggerFrom(ctx).Info("Replacing a stuck learner", "member", m.Name, "waited", waited.String(), "why", why)
-	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "LearnerStuck", "Replace", "Learner %s %s after %s (the learner timeout); it is removed and a new one added", m.Name, why, waited.Round(time.Second))
+	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "LearnerStuck", "Replace", "Learner %s %s after %s; it is removed and a new one added with etcd's member list of now", m.Name, why, waited.Round(time.Second))
 	if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("delete stuck learner %s: %w", m.Name, err)
 	}

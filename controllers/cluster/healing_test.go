@@ -459,14 +459,24 @@ func TestStuckLearnerIsReplaced(t *testing.T) {
 		// registeredFor is how long ago the learner was registered.
 		registeredFor time.Duration
 		// started: its etcd started but never caught up.
-		started   bool
-		wantStuck bool
+		started bool
+		// staleInitial: its --initial-cluster names a member etcd no longer
+		// lists; failingFor: its Pod has been failing (Ready PodFailing)
+		// this long.
+		staleInitial bool
+		failingFor   time.Duration
+		wantStuck    bool
 		wantWhy   string
 	}{
 		{name: "never started, past the timeout", registeredFor: 10 * time.Minute, wantStuck: true, wantWhy: "did not start"},
 		{name: "started, never caught up, past the timeout", registeredFor: 10 * time.Minute, started: true, wantStuck: true, wantWhy: "did not catch up"},
 		{name: "never started, within the timeout", registeredFor: time.Minute},
 		{name: "just added", registeredFor: 0},
+		// A member removed after the learner's --initial-cluster was
+		// written: etcd refuses it on every start.
+		{name: "initial cluster no longer etcd's", staleInitial: true, wantStuck: true, wantWhy: "cannot join"},
+		{name: "crash-looping", failingFor: 30 * time.Second, wantStuck: true, wantWhy: "cannot start"},
+		{name: "failing a moment", failingFor: 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -490,6 +500,17 @@ func TestStuckLearnerIsReplaced(t *testing.T) {
 			}
 			if tt.registeredFor > 0 {
 				h.backdateMember(learner.Name, etcdv1.ConditionRegistered, tt.registeredFor)
+			}
+			if tt.staleInitial {
+				m := h.member(learner.Name)
+				m.Spec.InitialCluster = "gone=https://gone.demo-peer.ns.svc:2380," + m.Spec.InitialCluster
+				if err := h.c.Update(context.Background(), m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.failingFor > 0 {
+				h.setMemberCondition(learner.Name, etcdv1.ConditionReady, metav1.ConditionFalse, etcdv1.ReasonPodFailing, "CrashLoopBackOff (last exit code 1)")
+				h.backdateMember(learner.Name, etcdv1.ConditionReady, tt.failingFor)
 			}
 			h.pass()
 

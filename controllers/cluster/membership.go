@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -310,6 +311,34 @@ func (s *scope) initialCluster(name, peerURL string) string {
 	return resources.InitialCluster(append(pairs, [2]string{name, peerURL}))
 }
 
+// learnerFailingFor is how long a learner that never started may keep
+// failing (its container exiting, its image missing) before it is added
+// again: long enough for a first exit the kubelet's restart cures, short
+// enough to be back well within a minute.
+const learnerFailingFor = 20 * time.Second
+
+// learnerCannotJoin says why a learner that has not started yet never
+// will, "" while it may: its --initial-cluster is not etcd's member list
+// any more (a member was removed or added since it was written, and etcd
+// refuses a joining member whose list differs: "member count is
+// unequal"), or its container keeps exiting (the member controller's
+// Ready reason PodFailing, for the member's generation). Such a learner is
+// removed and added again at once, with the member list of that moment,
+// rather than after the learner timeout.
+func (s *scope) learnerCannotJoin(m *etcdv1.EtcdMember, em etcd.Member) string {
+	if em.Started() {
+		return ""
+	}
+	if want := s.initialCluster(m.Name, m.Spec.PeerURL); want != m.Spec.InitialCluster {
+		return fmt.Sprintf("cannot join: its --initial-cluster %q is not etcd's member list %q any more", m.Spec.InitialCluster, want)
+	}
+	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Reason == etcdv1.ReasonPodFailing &&
+		c.ObservedGeneration == m.Generation && time.Since(c.LastTransitionTime.Time) >= learnerFailingFor {
+		return "cannot start: " + c.Message
+	}
+	return ""
+}
+
 // promoteLearners promotes a learner once its etcd has started; etcd itself
 // refuses while the learner is behind, which is retried soon.
 func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -319,6 +348,10 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 			continue
 		}
 		s.progress, s.progressMsg = etcdv1.ReasonPromotingLearner, fmt.Sprintf("Waiting for learner %s to start and catch up with the leader", m.Name)
+		if why := s.learnerCannotJoin(m, em); why != "" {
+			waited, _ := r.learnerStuck(m)
+			return r.replaceStuckLearner(ctx, s, m, waited, why)
+		}
 		if waited, stuck := r.learnerStuck(m); stuck {
 			why := "did not catch up with the leader"
 			if !em.Started() {
