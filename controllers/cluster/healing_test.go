@@ -466,7 +466,7 @@ func TestStuckLearnerIsReplaced(t *testing.T) {
 		staleInitial bool
 		failingFor   time.Duration
 		wantStuck    bool
-		wantWhy   string
+		wantWhy      string
 	}{
 		{name: "never started, past the timeout", registeredFor: 10 * time.Minute, wantStuck: true, wantWhy: "did not start"},
 		{name: "started, never caught up, past the timeout", registeredFor: 10 * time.Minute, started: true, wantStuck: true, wantWhy: "did not catch up"},
