@@ -79,6 +79,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
 		Etcd:      opts.Etcd,
 		Options:   opts.Cluster,
+		// Per shard: each shard's long calls are bounded on their own.
+		Long: &cluster.LongCalls{Limit: opts.Cluster.LongCalls},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the cluster controller: %w", err)
 	}

@@ -85,6 +85,7 @@ func main() {
 	flag.DurationVar(&opts.TLS.CALifetime, "ca-lifetime", opts.TLS.CALifetime, "Lifetime of the CA the operator makes for each etcd cluster.")
 	flag.DurationVar(&opts.TLS.UserSecretInterval, "user-secret-interval", opts.TLS.UserSecretInterval, "How often Secrets that users bring (certificates, root credentials) are read again.")
 	flag.IntVar(&opts.Cluster.Workers, "workers", opts.Cluster.Workers, "How many clusters, and how many members, are reconciled at once.")
+	flag.IntVar(&opts.Cluster.LongCalls, "long-calls", opts.Cluster.LongCalls, "How many etcd calls that may take minutes (defragmentations) run at once per shard, beside the reconcile workers.")
 	flag.StringVar(&opts.Backup.AgentImage, "agent-image", "", "Image of backup and restore Pods: the operator's own image. Empty: the image this operator Pod runs (read from its Pod, named by POD_NAME and POD_NAMESPACE).")
 	flag.DurationVar(&opts.Backup.BackupDeadline, "backup-deadline", opts.Backup.BackupDeadline, "Longest run of one backup Pod.")
 	flag.DurationVar(&opts.Backup.StartingDeadline, "backup-starting-deadline", opts.Backup.StartingDeadline, "A scheduled backup that could not start within this long of its time is skipped.")

@@ -64,6 +64,9 @@ type Options struct {
 	// Workers is how many clusters are reconciled at once, so that one
 	// cluster whose etcd does not answer does not hold up the others.
 	Workers int
+	// LongCalls is how many etcd calls that may take minutes (a member's
+	// defragmentation) run at once, beside the workers (LongCalls).
+	LongCalls int
 	// AgentImage is the operator's own image; a restored cluster's first
 	// member runs its binary to fetch and check the snapshot.
 	AgentImage string
@@ -86,6 +89,7 @@ func DefaultOptions() Options {
 		LearnerTimeout: 5 * time.Minute,
 		LostPodTimeout: time.Minute,
 		DefragTimeout:  10 * time.Minute,
+		LongCalls:      2,
 		DrainDelay:     3 * time.Second,
 		Workers:        8,
 	}
@@ -100,6 +104,9 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Etcd      etcd.Factory
 	Options   Options
+	// Long runs the etcd calls that may take minutes beside the workers
+	// (nil: in the reconcile, for unit tests that count passes).
+	Long *LongCalls
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live): the
@@ -128,15 +135,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := kube.Register(metrics.Registry, clusterCollector{reader: kube.Caches}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		For(&etcdv1.EtcdCluster{}).
 		Owns(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
-		Complete(r)
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster))
+	if r.Long != nil && r.Long.Limit > 0 {
+		b = b.WatchesRawSource(r.Long.wakeSource())
+	}
+	return b.Complete(r)
 }
 
 // podToCluster maps a member Pod to its cluster through the cluster label.

@@ -385,14 +385,20 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 			return r.moveLeader(ctx, s, m, to, etcdv1.ReasonDefragmenting, "defragmenting")
 		}
 	}
-	before := s.health[em.ID]
 	log := ctrl.LoggerFrom(ctx)
-	log.Info("Defragmenting member", "member", m.Name, "reason", run.Reason, "dbSize", before.DBSize, "dbSizeInUse", before.DBSizeInUse)
-	tctx, cancel := context.WithTimeout(ctx, r.Options.DefragTimeout)
-	start := time.Now()
-	err := s.client.Defragment(tctx, m.Spec.ClientURL)
-	took := time.Since(start)
-	cancel()
+	// A defragmentation takes as long as the database is large: it runs
+	// beside the workers, and its end wakes this cluster. The sizes before
+	// are those of the pass that started it.
+	before, cl, name, url, reason := s.health[em.ID], s.client, m.Name, m.Spec.ClientURL, run.Reason
+	res, ended := r.Long.call(s.cluster, "defragment/"+name, r.Options.DefragTimeout, func(ctx context.Context) (any, error) {
+		log.Info("Defragmenting member", "member", name, "reason", reason, "dbSize", before.DBSize, "dbSizeInUse", before.DBSizeInUse)
+		return before, cl.Defragment(ctx, url)
+	})
+	if !ended {
+		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+	}
+	err, took := res.err, res.took
+	before, _ = res.value.(etcd.Status)
 	observe("defragment", err)
 	if err != nil {
 		run.Attempts++

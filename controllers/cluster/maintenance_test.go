@@ -191,15 +191,22 @@ func TestDefragPolicy(t *testing.T) {
 	tests := []struct {
 		name     string
 		disabled bool
-		want     int
+		// long: defragmentations run beside the workers (LongCalls), as in
+		// the operator, not in the pass.
+		long bool
+		want int
 	}{
 		{name: "thresholds", want: 2},
+		{name: "thresholds, defragmented beside the workers", long: true, want: 2},
 		{name: "disabled", disabled: true, want: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newMaintEnv(t)
+			if tt.long {
+				e.r.Long = &LongCalls{Limit: 1}
+			}
 			e.setSpec(func(s *etcdv1.EtcdClusterSpec) {
 				s.Maintenance.Defrag = etcdv1.DefragPolicy{Disabled: tt.disabled, MinFreePercent: ptr.To(int32(30)), MinFreeBytes: ptr.To(resource.MustParse("5Mi"))}
 			})

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+// LongCalls runs etcd calls that may take minutes (a member's
+// defragmentation) beside the reconcile workers, so that a slow tenant
+// never holds a worker the other tenants need: a pass starts the call and
+// returns; the call's end wakes the cluster, and the next pass takes its
+// result. At most Limit run at once per shard; more wait their turn
+// without holding anything. A result is kept until a pass takes it; an
+// operator restart forgets calls under way, and the pass that finds none
+// starts it again (a defragmentation is safe to repeat).
+type LongCalls struct {
+	// Limit is how many calls run at once; 0 runs them in the reconcile
+	// itself (unit tests that count passes).
+	Limit int
+
+	once    sync.Once
+	sem     chan struct{}
+	wake    chan event.TypedGenericEvent[*etcdv1.EtcdCluster]
+	mu      sync.Mutex
+	running map[string]bool
+	done    map[string]callResult
+}
+
+// callResult is how a long call ended.
+type callResult struct {
+	value any
+	err   error
+	took  time.Duration
+}
+
+func (l *LongCalls) init() {
+	l.once.Do(func() {
+		l.sem = make(chan struct{}, max(l.Limit, 1))
+		l.wake = make(chan event.TypedGenericEvent[*etcdv1.EtcdCluster], 1024)
+		l.running, l.done = map[string]bool{}, map[string]callResult{}
+	})
+}
+
+// wakeSource wakes the cluster whose long call ended.
+func (l *LongCalls) wakeSource() crsource.Source {
+	l.init()
+	return crsource.Channel(l.wake, &handler.TypedEnqueueRequestForObject[*etcdv1.EtcdCluster]{})
+}
+
+// call runs fn under key for cluster c: the result (what fn returned,
+// its error and how long it took) when it has ended
+// (taken: the next call with this key starts again), or ok false while it
+// runs, after starting it if nothing ran or waited under key.
+func (l *LongCalls) call(c *etcdv1.EtcdCluster, key string, timeout time.Duration, fn func(context.Context) (any, error)) (callResult, bool) {
+	if l == nil || l.Limit <= 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		start := time.Now()
+		v, err := fn(ctx)
+		return callResult{value: v, err: err, took: time.Since(start)}, true
+	}
+	l.init()
+	key = types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String() + "/" + key
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if res, ok := l.done[key]; ok {
+		delete(l.done, key)
+		return res, true
+	}
+	if l.running[key] {
+		return callResult{}, false
+	}
+	l.running[key] = true
+	wake := &etcdv1.EtcdCluster{}
+	wake.Namespace, wake.Name = c.Namespace, c.Name
+	go func() {
+		var res callResult
+		defer func() {
+			if p := recover(); p != nil {
+				res.err = fmt.Errorf("panic in a long etcd call: %v", p)
+			}
+			l.mu.Lock()
+			delete(l.running, key)
+			l.done[key] = res
+			l.mu.Unlock()
+			select {
+			case l.wake <- event.TypedGenericEvent[*etcdv1.EtcdCluster]{Object: wake}:
+			default: // the requeue of the pass that started it comes anyway
+			}
+		}()
+		l.sem <- struct{}{}
+		defer func() { <-l.sem }()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		start := time.Now()
+		res.value, res.err = fn(ctx)
+		res.took = time.Since(start)
+	}()
+	return callResult{}, false
+}
