@@ -387,3 +387,62 @@ func TestInvalidSpecIsRefused(t *testing.T) {
 		}).Feature()
 	testenv.Test(t, f)
 }
+
+// TestNamesTheClusterDoesNotOwn: a Service under the name of a cluster's
+// client Service that belongs to another application is left as it is
+// (Degraded NameConflict names it); once it is deleted the cluster makes
+// its own and becomes Available. A cluster whose name ends in -peer (its
+// client Service would be another cluster's peer Service) is refused.
+func TestNamesTheClusterDoesNotOwn(t *testing.T) {
+	f := features.New("names").
+		Assess("a foreign Service is left alone; -peer names are refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := mustKube(t, cfg)
+			ns := namespaceOf(ctx)
+			if err := k.c.Create(ctx, newCluster(ns, "names-peer", 1)); err == nil || !strings.Contains(err.Error(), "cannot end in -peer") {
+				t.Errorf("cluster names-peer: err = %v, want the -peer refusal", err)
+			}
+			foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "names", Labels: map[string]string{"app": "web"}},
+				Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+			if err := k.c.Create(ctx, foreign); err != nil {
+				t.Fatal(err)
+			}
+			c := newCluster(ns, "names", 1)
+			if err := k.c.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			key := client.ObjectKeyFromObject(c)
+			waitFor(ctx, t, 2*time.Minute, "Degraded NameConflict", func() (bool, error) {
+				got := &etcdv1.EtcdCluster{}
+				if err := k.c.Get(ctx, key, got); err != nil {
+					return false, err
+				}
+				d := meta.FindStatusCondition(got.Status.Conditions, etcdv1.ConditionDegraded)
+				return d != nil && d.Reason == etcdv1.ReasonNameConflict && strings.Contains(d.Message, "Service names"), nil
+			})
+			svc := &corev1.Service{}
+			if err := k.c.Get(ctx, client.ObjectKeyFromObject(foreign), svc); err != nil {
+				t.Fatal(err)
+			}
+			if svc.Spec.Selector["app"] != "web" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || len(svc.OwnerReferences) > 0 {
+				t.Errorf("the foreign Service was changed: selector %v ports %v owners %v", svc.Spec.Selector, svc.Spec.Ports, svc.OwnerReferences)
+			}
+			if err := k.c.Delete(ctx, svc); err != nil {
+				t.Fatal(err)
+			}
+			// Nothing of the cluster's wakes it when a Service it does not
+			// own goes: its health poll (1m) finds the name free.
+			waitFor(ctx, t, 3*time.Minute, "the cluster's own client Service, and Degraded no longer NameConflict", func() (bool, error) {
+				got := getCluster(ctx, t, k, key)
+				mine := &corev1.Service{}
+				if err := k.c.Get(ctx, client.ObjectKeyFromObject(foreign), mine); err != nil {
+					return false, ignoreNotFound(err)
+				}
+				d := meta.FindStatusCondition(got.Status.Conditions, etcdv1.ConditionDegraded)
+				return metav1.IsControlledBy(mine, got) && d != nil && d.Reason != etcdv1.ReasonNameConflict, nil
+			})
+			waitConverged(ctx, t, k, key, 1, 3*time.Minute)
+			_ = k.c.Delete(ctx, c)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
