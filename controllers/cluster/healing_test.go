@@ -860,6 +860,7 @@ func TestAutomaticQuorumRecovery(t *testing.T) {
 		lostFor  time.Duration
 		indexes  [2]uint64 // of the two reachable members, by name
 		dataLost int       // of the three gone members, how many lost their data
+		deleting int       // of those, how many are being deleted (replaced)
 		wantFrom int       // index of the member chosen, -1 for none
 		want     string    // in the Progressing message when none
 	}{
@@ -868,6 +869,9 @@ func TestAutomaticQuorumRecovery(t *testing.T) {
 		{name: "not before quorumLossAfter", lostFor: 30 * time.Second, indexes: [2]uint64{100, 200}, dataLost: 3, wantFrom: -1, want: "Automatic"},
 		{name: "a member gone may hold writes", lostFor: 2 * time.Minute, indexes: [2]uint64{100, 200}, dataLost: 2, wantFrom: -1, want: "may still hold acknowledged writes"},
 		{name: "every member gone may hold writes", lostFor: 2 * time.Minute, indexes: [2]uint64{300, 200}, dataLost: 0, wantFrom: -1, want: etcdv1.RecoverQuorumAnnotation},
+		// Members already being replaced for their lost data (their removal
+		// waits for the quorum) hold nothing either.
+		{name: "members lost and being replaced", lostFor: 2 * time.Minute, indexes: [2]uint64{100, 200}, dataLost: 3, deleting: 2, wantFrom: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -881,6 +885,11 @@ func TestAutomaticQuorumRecovery(t *testing.T) {
 				h.setRaftIndex(name, tt.indexes[i])
 			}
 			for i, m := range ms[2:] {
+				if i < tt.deleting {
+					if err := h.c.Delete(context.Background(), h.member(m.Name)); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if i < tt.dataLost {
 					h.loseData(m.Name)
 				} else {

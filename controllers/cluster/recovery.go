@@ -147,8 +147,9 @@ func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, stri
 	if lost := time.Since(a.LastTransitionTime.Time); lost < after {
 		return source{}, fmt.Sprintf("etcd has no quorum since %s; an Automatic recovery starts after %s if the members gone stay gone", a.LastTransitionTime.UTC().Format(time.RFC3339), after), nil
 	}
-	if len(s.reachable)*2 > len(s.active()) {
-		// A quorum of members answers on its own: etcd is electing, not lost.
+	if len(s.reachable)*2 > len(s.members) {
+		// A quorum of members answers on its own: etcd is electing, not
+		// lost. Members being removed count: etcd lists them until then.
 		return source{}, "", nil
 	}
 	best, mayHold := automaticMember(s)

@@ -95,7 +95,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return kube.Run(ctx, s, r.observe, r.retainVolume)
 	}
 	if !m.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, s)
+		// Still observed: a member on its way out whose data is gone says
+		// so (Ready DataLost), which an automatic quorum recovery needs to
+		// know that it holds no write.
+		return kube.Run(ctx, s, r.observe, r.reconcileDelete)
 	}
 	// 1. observe the cluster, the PVC and the Pod; 2. create the PVC;
 	// 3. grow it to the spec's size; 4. stop the Pod of a suspended cluster;
