@@ -44,7 +44,7 @@ type EtcdClusterSpec struct {
 
 	// Resources of the etcd container.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
 
 	// PodTemplate holds what the operator copies into every member Pod.
 	// +optional
@@ -161,6 +161,32 @@ const (
 	// member's Pod goes, and the member is then replaced.
 	StorageMediumMemory StorageMedium = "Memory"
 )
+
+// ResourceRequirements are the etcd container's requests and limits:
+// corev1.ResourceRequirements without claims (member Pods declare no
+// resource claims), at most 8 resources each, of the names a container
+// may ask for. The quantities themselves are checked by the API server's
+// quantity pattern; one it would refuse in a Pod (a request above its
+// limit) is found by the member controller's dry run before any Pod goes,
+// and reported (PodRejected). A rule comparing them here would exceed the
+// CRD's validation cost budget.
+type ResourceRequirements struct {
+	// Limits of the etcd container.
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || (k.contains('/') && !k.startsWith('kubernetes.io/') && !k.startsWith('requests.')))",message="spec.resources.limits may name cpu, memory, ephemeral-storage, hugepages-<size> and extended resources <domain>/<name>"
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// Requests of the etcd container.
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || (k.contains('/') && !k.startsWith('kubernetes.io/') && !k.startsWith('requests.')))",message="spec.resources.requests may name cpu, memory, ephemeral-storage, hugepages-<size> and extended resources <domain>/<name>"
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// Core is r as the Kubernetes type.
+func (r ResourceRequirements) Core() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Limits: r.Limits.DeepCopy(), Requests: r.Requests.DeepCopy()}
+}
 
 // StorageSpec is the storage of each member.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName cannot change once set: existing volumes keep their class"

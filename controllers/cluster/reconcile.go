@@ -370,7 +370,7 @@ func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClust
 		ClusterToken:        string(c.UID),
 		PeerURL:             resources.PeerURL(c, name, d),
 		ClientURL:           resources.ClientURL(c, name, d),
-		Resources:           c.Spec.Resources,
+		Resources:           c.Spec.Resources.Core(),
 		PodTemplate:         c.Spec.PodTemplate,
 		Options:             resources.MemberOptions(c, s.legacyOptions()),
 		TLS:                 memberTLS(c),

@@ -215,7 +215,7 @@ func (e *faultEnv) rejectedThenReverted() {
 	e.t.Helper()
 	before := e.memberPods()
 	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) {
-		s.Resources = corev1.ResourceRequirements{
+		s.Resources = etcdv1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 		}
@@ -238,7 +238,7 @@ func (e *faultEnv) rejectedThenReverted() {
 		}
 		return true, nil
 	})
-	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) { s.Resources = corev1.ResourceRequirements{} })
+	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) { s.Resources = etcdv1.ResourceRequirements{} })
 	e.ended()
 	e.converged(3)
 	for name, p := range e.memberPods() {
