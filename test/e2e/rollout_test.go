@@ -214,11 +214,18 @@ func (e *faultEnv) stuckThenReverted() {
 func (e *faultEnv) rejectedThenReverted() {
 	e.t.Helper()
 	before := e.memberPods()
+	c := &etcdv1.EtcdCluster{}
+	if err := e.k.c.Get(e.ctx, e.key, c); err != nil {
+		e.t.Fatal(err)
+	}
+	previous := c.Spec.Resources.DeepCopy()
 	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) {
-		s.Resources = etcdv1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		s.Resources.Requests = s.Resources.Requests.DeepCopy()
+		if s.Resources.Requests == nil {
+			s.Resources.Requests = corev1.ResourceList{}
 		}
+		s.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+		s.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	})
 	e.faults++
 	waitFor(e.ctx, e.t, rollBound, "Degraded PodRejected", func() (bool, error) {
@@ -238,7 +245,8 @@ func (e *faultEnv) rejectedThenReverted() {
 		}
 		return true, nil
 	})
-	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) { s.Resources = etcdv1.ResourceRequirements{} })
+	// Back to exactly the resources the members run.
+	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) { s.Resources = *previous })
 	e.ended()
 	e.converged(3)
 	for name, p := range e.memberPods() {
