@@ -28,35 +28,33 @@ func Undecodable(obj metav1.Object) string {
 // rest cannot be decoded (see UndecodableAnnotation).
 func (c *EtcdCluster) UnmarshalJSON(b []byte) error {
 	type plain EtcdCluster
-	if err := json.UnmarshalCaseSensitivePreserveInts(b, (*plain)(c)); err != nil {
-		*c = EtcdCluster{}
-		return metadataOnly(b, err, &c.TypeMeta, &c.ObjectMeta)
-	}
-	delete(c.Annotations, UndecodableAnnotation) // only ever set here
-	return nil
+	return decodeOrMetadata(b, (*plain)(c), func() { *c = EtcdCluster{} }, &c.TypeMeta, &c.ObjectMeta)
 }
 
 // UnmarshalJSON decodes an EtcdMember, or its metadata alone when the rest
 // cannot be decoded (see UndecodableAnnotation).
 func (m *EtcdMember) UnmarshalJSON(b []byte) error {
 	type plain EtcdMember
-	if err := json.UnmarshalCaseSensitivePreserveInts(b, (*plain)(m)); err != nil {
-		*m = EtcdMember{}
-		return metadataOnly(b, err, &m.TypeMeta, &m.ObjectMeta)
-	}
-	delete(m.Annotations, UndecodableAnnotation) // only ever set here
-	return nil
+	return decodeOrMetadata(b, (*plain)(m), func() { *m = EtcdMember{} }, &m.TypeMeta, &m.ObjectMeta)
 }
 
 // UnmarshalJSON decodes an EtcdBackup, or its metadata alone when the rest
 // cannot be decoded (see UndecodableAnnotation).
 func (bk *EtcdBackup) UnmarshalJSON(b []byte) error {
 	type plain EtcdBackup
-	if err := json.UnmarshalCaseSensitivePreserveInts(b, (*plain)(bk)); err != nil {
-		*bk = EtcdBackup{}
-		return metadataOnly(b, err, &bk.TypeMeta, &bk.ObjectMeta)
+	return decodeOrMetadata(b, (*plain)(bk), func() { *bk = EtcdBackup{} }, &bk.TypeMeta, &bk.ObjectMeta)
+}
+
+// decodeOrMetadata decodes b into whole (the object as a type without this
+// method); when that fails, it clears the object (reset) and keeps its
+// type and metadata alone, marked undecodable. The annotation is only ever
+// set here: one read from the API server is dropped.
+func decodeOrMetadata(b []byte, whole any, reset func(), tm *metav1.TypeMeta, om *metav1.ObjectMeta) error {
+	if err := json.UnmarshalCaseSensitivePreserveInts(b, whole); err != nil {
+		reset()
+		return metadataOnly(b, err, tm, om)
 	}
-	delete(bk.Annotations, UndecodableAnnotation) // only ever set here
+	delete(om.Annotations, UndecodableAnnotation)
 	return nil
 }
 

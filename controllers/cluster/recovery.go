@@ -167,10 +167,11 @@ func (r *Reconciler) recoverySource(ctx context.Context, s *scope) (source, stri
 
 // automaticMember is the member an Automatic recovery may force: the
 // reachable voter with the highest raft index (a learner never: it may
-// lack writes the voters committed). mayHold names the members that do
-// not answer and are not known to have lost their data (Ready reason
-// DataLost for their current generation), members being removed
-// included: while any is left, no member may be forced automatically.
+// lack writes the voters committed). Only active members are asked
+// (reportQuorumLoss), so one being removed counts as not answering.
+// mayHold names the members that do not answer and are not known to have
+// lost their data (Ready reason DataLost for their current generation):
+// while any is left, no member may be forced automatically.
 func automaticMember(s *scope) (best string, mayHold []string) {
 	var index uint64
 	for _, m := range s.members {
@@ -181,7 +182,7 @@ func automaticMember(s *scope) (best string, mayHold []string) {
 			}
 			continue
 		}
-		if st.IsLearner || m.DeletionTimestamp != nil {
+		if st.IsLearner {
 			continue
 		}
 		if best == "" || st.RaftIndex > index {

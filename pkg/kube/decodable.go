@@ -18,25 +18,25 @@ import (
 // A controller thus never acts on a stand-in without its spec, and one such
 // object never stops the others of its namespace or shard; the undecodable
 // controller reports it.
-func Decodable(c client.Client) client.Client { return decodable{Client: c} }
+func Decodable(c client.Client) client.Client {
+	return decodable{Client: c, reader: decodableReader{Reader: c}}
+}
 
 // DecodableReader is Decodable for a reader (the API reader).
 func DecodableReader(r client.Reader) client.Reader { return decodableReader{Reader: r} }
 
-type decodable struct{ client.Client }
+// decodable is a client whose reads go through decodableReader.
+type decodable struct {
+	client.Client
+	reader decodableReader
+}
 
 func (d decodable) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := d.Client.Get(ctx, key, obj, opts...); err != nil {
-		return err
-	}
-	return notFoundIfUndecodable(obj)
+	return d.reader.Get(ctx, key, obj, opts...)
 }
 
 func (d decodable) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := d.Client.List(ctx, list, opts...); err != nil {
-		return err
-	}
-	return dropUndecodable(list)
+	return d.reader.List(ctx, list, opts...)
 }
 
 type decodableReader struct{ client.Reader }
