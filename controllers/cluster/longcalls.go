@@ -56,6 +56,19 @@ func (l *LongCalls) wakeSource() crsource.Source {
 	return crsource.Channel(l.wake, &handler.TypedEnqueueRequestForObject[*etcdv1.EtcdCluster]{})
 }
 
+// busy says whether a call under key for cluster c has started and not
+// yet ended.
+func (l *LongCalls) busy(c *etcdv1.EtcdCluster, key string) bool {
+	if l == nil || l.Limit <= 0 {
+		return false
+	}
+	l.init()
+	key = types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String() + "/" + key
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.running[key]
+}
+
 // call runs fn under key for cluster c: the result (what fn returned,
 // its error and how long it took) when it has ended
 // (taken: the next call with this key starts again), or ok false while it

@@ -478,11 +478,12 @@ func (s *scope) maintenance() *etcdv1.MaintenanceStatus {
 	return s.cluster.Status.Maintenance
 }
 
-// allHealthyVoters: every active member is a voter etcd knows and answered.
+// allHealthyVoters: every active member is a voter etcd knows and answered
+// (or is being defragmented beside the workers: it answers again after).
 func (s *scope) allHealthyVoters() bool {
 	for _, m := range s.active() {
 		em, ok := s.inEtcd(m)
-		if !ok || em.IsLearner || !s.healthy(em.ID) {
+		if !ok || em.IsLearner || (!s.healthy(em.ID) && m.Name != s.defragging) {
 			return false
 		}
 	}

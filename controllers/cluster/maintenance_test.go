@@ -233,6 +233,62 @@ func TestDefragPolicy(t *testing.T) {
 	}
 }
 
+// TestDefragBesideTheWorkersKeepsItsMember: a member defragmenting beside
+// the workers may answer no status request until it ends. The run does not
+// take that for a health problem: the member stays out of the client
+// Service in phase Defragmenting, it is defragmented once, and the run ends.
+func TestDefragBesideTheWorkersKeepsItsMember(t *testing.T) {
+	t.Parallel()
+	e := newMaintEnv(t)
+	e.r.Long = &LongCalls{Limit: 1}
+	release := e.fake().HoldDefragments()
+	defer release()
+	e.setSpec(func(s *etcdv1.EtcdClusterSpec) {
+		s.Maintenance.Defrag = etcdv1.DefragPolicy{MinFreePercent: ptr.To(int32(30)), MinFreeBytes: ptr.To(resource.MustParse("5Mi"))}
+	})
+	var follower string
+	for _, m := range e.members() {
+		if m.Name != e.leaderName() {
+			follower = m.Name
+			break
+		}
+	}
+	e.fake().SetDBSize(follower, 20<<20, 10<<20)
+	for i := 0; len(e.fake().Defragmenting()) == 0; i++ {
+		if i == 200 {
+			t.Fatalf("no defragmentation started: %+v", e.cluster().Status.Maintenance)
+		}
+		e.mustReconcile()
+		e.playServing()
+		time.Sleep(5 * time.Millisecond)
+	}
+	for range 5 {
+		e.mustReconcile()
+		e.playServing()
+		if !e.member(follower).Spec.Drained {
+			t.Fatalf("%s put back into the client Service while its defragmentation runs", follower)
+		}
+		if d := e.cluster().Status.Maintenance.Defrag; d == nil || d.Member != follower || d.Phase != etcdv1.DefragDefragmenting {
+			t.Fatalf("run %+v while %s is defragmented: want it in phase %s", d, follower, etcdv1.DefragDefragmenting)
+		}
+	}
+	release()
+	for i := 0; e.cluster().Status.Maintenance.Defrag != nil; i++ {
+		if i == 200 {
+			t.Fatalf("run not done: %+v", e.cluster().Status.Maintenance)
+		}
+		e.mustReconcile()
+		e.playServing()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := e.fake().Defragmented(); !slices.Equal(got, []string{follower}) {
+		t.Errorf("defragmented %v, want %s once", got, follower)
+	}
+	if e.member(follower).Spec.Drained {
+		t.Errorf("%s still out of the client Service after the run", follower)
+	}
+}
+
 // TestClientServiceSelectsServingOnceEveryPodIsLabelled: the client
 // Service selects on the serving label only once every member Pod carries
 // it (Pods made before the label existed get it from the member

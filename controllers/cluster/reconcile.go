@@ -88,6 +88,11 @@ type scope struct {
 	// end but none starts. suspended: the backup controller said Suspended
 	// for this generation, so the members' Pods stop and nothing is done.
 	suspending, suspended bool
+
+	// defragging names the member whose defragmentation runs beside the
+	// workers now: it may not answer until it ends, which is no reason
+	// to stop the run that started it.
+	defragging string
 }
 
 // Reconcile drives an EtcdCluster towards its spec.
@@ -173,6 +178,9 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		// backup controller restamps it for later generations).
 		s.suspended = meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionSuspended)
 		s.suspending = !s.suspended
+	}
+	if m := c.Status.Maintenance; m != nil && m.Defrag != nil && m.Defrag.Phase == etcdv1.DefragDefragmenting && r.Long.busy(c, "defragment/"+m.Defrag.Member) {
+		s.defragging = m.Defrag.Member
 	}
 	for i := range list.Items {
 		m := &list.Items[i]

@@ -30,6 +30,10 @@ type Fake struct {
 	// lists the members defragmented, in order.
 	compacted    int64
 	defragmented []string
+	// hold, when set, keeps each Defragment waiting until it is closed;
+	// the member answers no Status meanwhile, as a real one busy
+	// defragmenting a large database may not.
+	hold chan struct{}
 
 	authEnabled  bool
 	rootPassword string
@@ -52,6 +56,8 @@ type fakeMember struct {
 	storage string
 	// dbSize and inUse are the database file's size and the part in use.
 	dbSize, inUse int64
+	// defragmenting: a held Defragment runs on this member.
+	defragmenting bool
 }
 
 var _ Client = (*Fake)(nil)
@@ -244,7 +250,7 @@ func (f *Fake) Compact(_ context.Context, rev int64) error {
 }
 
 // Defragment implements Client: the member's file shrinks to what is in use.
-func (f *Fake) Defragment(_ context.Context, endpoint string) error {
+func (f *Fake) Defragment(ctx context.Context, endpoint string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.enter("Defragment"); err != nil {
@@ -252,12 +258,53 @@ func (f *Fake) Defragment(_ context.Context, endpoint string) error {
 	}
 	for _, m := range f.members {
 		if slices.Contains(m.ClientURLs, endpoint) && m.healthy {
+			if hold := f.hold; hold != nil {
+				m.defragmenting = true
+				f.mu.Unlock()
+				select {
+				case <-hold:
+				case <-ctx.Done():
+				}
+				f.mu.Lock()
+				m.defragmenting = false
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
 			m.dbSize = m.inUse
 			f.defragmented = append(f.defragmented, m.Name)
 			return nil
 		}
 	}
 	return fmt.Errorf("%w: %s", ErrUnreachable, endpoint)
+}
+
+// HoldDefragments keeps every Defragment from now on waiting (its member
+// answering no Status) until release is called.
+func (f *Fake) HoldDefragments() (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := make(chan struct{})
+	f.hold = h
+	return sync.OnceFunc(func() {
+		f.mu.Lock()
+		f.hold = nil
+		f.mu.Unlock()
+		close(h)
+	})
+}
+
+// Defragmenting names the members a held Defragment runs on.
+func (f *Fake) Defragmenting() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	for _, m := range f.members {
+		if m.defragmenting {
+			names = append(names, m.Name)
+		}
+	}
+	return names
 }
 
 // SetStorageVersion makes the named member report version as its data
@@ -514,7 +561,7 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 	}
 	for _, m := range f.members {
 		if slices.Contains(m.ClientURLs, endpoint) {
-			if !m.healthy {
+			if !m.healthy || m.defragmenting {
 				break
 			}
 			v := m.version
