@@ -73,7 +73,7 @@ s3-server: ## build the S3 server (versitygw) the backup tests store snapshots i
 	bash hack/s3/versitygw.sh build >/dev/null
 
 e2e: cluster-up images cert-manager-up dist s3-server $(HELM) ## end-to-end tests on the local cluster
-	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 50m -v ./test/e2e/...
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 50m -parallel $(E2E_PARALLEL) -v ./test/e2e/...
 
 rules: ## the PrometheusRule and the Grafana dashboards' queries checked with Prometheus's own parser and query engine (a module of its own)
 	cd test/rules && go test -count=1 ./...
@@ -84,9 +84,9 @@ grafana-metrics: ## config/grafana/metrics.txt, the metrics the dashboards may n
 	go run ./hack/grafana/metrics -out config/grafana/metrics.txt \
 		-etcd _output/bin/etcd-v$$(bash -c 'source hack/cluster/versions.sh; echo $$ETCD_VERSION')/etcd
 
-test: verify-generated vet rules $(HELM) release-test envtest-assets cluster-up images cert-manager-up s3-server ## everything: unit, envtest, rules, e2e
-	RAFTSMAN_VERSITYGW=$$(bash hack/s3/versitygw.sh build) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./...
-	KUBECONFIG=$(KUBECONFIG_LOCAL) go test -count=1 -tags e2e -timeout 50m -v ./test/e2e/...
+E2E_PARALLEL ?= 4
+test: ## everything: generated files, vet, rules, release, unit and envtest, e2e (E2E_PARALLEL at once); prints each phase's time
+	E2E_PARALLEL=$(E2E_PARALLEL) bash hack/test.sh
 
 demo: cluster-up images dist ## local cluster, operator, a 3-member cluster Available
 	bash hack/demo.sh
@@ -97,7 +97,7 @@ bench-scale: envtest-assets ## 1000 clusters in envtest with a fake etcd per clu
 ROUNDS ?= 4
 robustness: cluster-up images cert-manager-up dist s3-server ## ROUNDS rounds of every robustness scenario with random fault timing; writes bench/ROBUSTNESS.md
 	RAFTSMAN_ROBUSTNESS_ROUNDS=$(ROUNDS) RAFTSMAN_ROBUSTNESS_REPORT=$(CURDIR)/bench/ROBUSTNESS.md KUBECONFIG=$(KUBECONFIG_LOCAL) \
-		go test -count=1 -tags e2e -timeout 150m -v -run 'TestRobustness$$' ./test/e2e/...
+		go test -count=1 -tags e2e -timeout 150m -v -run '^TestRobustness' ./test/e2e/...
 
 bench: cluster-up images dist
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/bench -out bench/RESULTS.md

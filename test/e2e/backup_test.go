@@ -407,7 +407,7 @@ func TestBackups(t *testing.T) {
 			return ctx
 		}).Feature()
 
-	testenv.TestInParallel(t, restore, suspend, schedule, storage, pvc)
+	testEach(t, restore, suspend, schedule, storage, pvc)
 }
 
 // startResizer stands in for a volume driver's resizer, which the local

@@ -29,6 +29,7 @@ func cmObject(kind, ns, name string, spec map[string]any) *unstructured.Unstruct
 }
 
 func TestCertManagerSource(t *testing.T) {
+	parallel(t)
 	f := features.New("cert-manager").
 		Assess("a cluster runs with certificates cert-manager issues from a CA Issuer", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)

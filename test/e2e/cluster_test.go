@@ -206,6 +206,7 @@ func runningCluster(ctx context.Context, t *testing.T, k *kube, name string, n i
 }
 
 func TestScaleWhileWriting(t *testing.T) {
+	parallel(t)
 	f := features.New("scale").
 		Assess("3 -> 5 -> 3 -> 1 -> 3 with a client writing throughout loses no acknowledged write", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
@@ -262,6 +263,7 @@ func TestScaleWhileWriting(t *testing.T) {
 }
 
 func TestMemberPodComesBackWithItsIdentity(t *testing.T) {
+	parallel(t)
 	f := features.New("pod recovery").
 		Assess("a deleted member Pod returns with the same member ID and data", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
@@ -317,6 +319,7 @@ func TestMemberPodComesBackWithItsIdentity(t *testing.T) {
 }
 
 func TestOperatorKilledDuringScaleUp(t *testing.T) {
+	serial(t, "it kills the operator in the middle of a scale-up")
 	f := features.New("crash safety").
 		Assess("killing the operator in the middle of a scale-up leaves no extra member", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
@@ -353,6 +356,7 @@ func TestOperatorKilledDuringScaleUp(t *testing.T) {
 }
 
 func TestInvalidSpecIsRefused(t *testing.T) {
+	parallel(t)
 	f := features.New("validation").
 		Assess("the API server refuses a bad spec with a message naming the field", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
@@ -394,6 +398,7 @@ func TestInvalidSpecIsRefused(t *testing.T) {
 // its own and becomes Available. A cluster whose name ends in -peer (its
 // client Service would be another cluster's peer Service) is refused.
 func TestNamesTheClusterDoesNotOwn(t *testing.T) {
+	parallel(t)
 	f := features.New("names").
 		Assess("a foreign Service is left alone; -peer names are refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)

@@ -144,7 +144,7 @@ func TestSelfHealing(t *testing.T) {
 	automatic := quorumLossFeature("automatic", func(_ context.Context, _ *testing.T, _ *kube, c *etcdv1.EtcdCluster) {
 		c.Spec.Recovery = etcdv1.RecoverySpec{QuorumLoss: etcdv1.QuorumLossAutomatic, QuorumLossAfter: "30s"}
 	}, false)
-	testenv.Test(t, failed, emptied, corrupted, manual, automatic, allLostFeature())
+	testEach(t, failed, emptied, corrupted, manual, automatic, allLostFeature())
 }
 
 // allLostFeature loses every member for good (Pods and volumes deleted)

@@ -54,6 +54,7 @@ func helmBinary(t *testing.T) string {
 // operator acts on the test's namespace; the release's cluster-scoped objects
 // carry its name, so they replace none of dist/install.yaml's.
 func TestHelmInstall(t *testing.T) {
+	serial(t, "it scales the cluster-wide operator to 0 while a Helm release's operator runs")
 	f := features.New("helm install").
 		Assess("a release watching the test's namespace runs a cluster, and uninstalls cleanly", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)

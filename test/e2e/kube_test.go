@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/internal/manifest"
@@ -149,6 +150,37 @@ func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what stri
 	t.Helper()
 	if err := poll(ctx, timeout, fn); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// parallel runs the test beside the other parallel ones, after every
+// serial one has ended (go test -parallel bounds how many run at once): it
+// works in namespaces of its own and leaves the operator's install as it
+// is, so the one install serves them all.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
+// serial is for a test that needs the local cluster's operator to itself:
+// it scales, restarts or rebuilds it, or installs another. go test runs the
+// tests that do not call t.Parallel one at a time before the parallel ones
+// start, so nothing else runs meanwhile. why is logged.
+func serial(t *testing.T, why string) {
+	t.Helper()
+	t.Logf("runs alone: %s", why)
+}
+
+// testEach runs each feature as a parallel subtest of a parallel test,
+// each in a namespace of its own.
+func testEach(t *testing.T, feats ...features.Feature) {
+	t.Helper()
+	parallel(t)
+	for _, f := range feats {
+		t.Run(f.Name(), func(t *testing.T) {
+			t.Parallel()
+			testenv.Test(t, f)
+		})
 	}
 }
 

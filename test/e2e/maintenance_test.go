@@ -42,7 +42,7 @@ import (
 const defragBound = 4 * time.Minute
 
 func TestMaintenance(t *testing.T) {
-	testenv.Test(t, noSpaceFeature(), defragPolicyFeature())
+	testEach(t, noSpaceFeature(), defragPolicyFeature())
 }
 
 // noSpaceFeature fills an 8 MiB quota with the history of a few large keys

@@ -174,6 +174,7 @@ func (k *kube) can(ctx context.Context, t *testing.T, saNS, sa string, attrs aut
 // may read Secrets and create Pods in A and not in B. The cluster-wide
 // operator is scaled to 0 meanwhile, so nothing else acts on B.
 func TestNamespacedInstall(t *testing.T) {
+	serial(t, "it scales the cluster-wide operator to 0 while a namespaced install runs")
 	f := features.New("namespaced install").
 		Assess("an operator watching A manages A's cluster and cannot touch B", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)

@@ -164,6 +164,7 @@ func getValue(ctx context.Context, t *testing.T, cli *clientv3.Client, key strin
 // starts a new cluster with that key; suspend stops every Pod and resume
 // brings the key back.
 func TestKubectlPlugin(t *testing.T) {
+	parallel(t)
 	f := features.New("kubectl raftsman").
 		Assess("status, etcdctl, move-leader, backup, restore, suspend and resume", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)

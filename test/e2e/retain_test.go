@@ -27,6 +27,7 @@ import (
 // also show the defaults a production cluster needs: requests (so they
 // are not BestEffort) and a soft spread over nodes.
 func TestDeletionPolicyRetain(t *testing.T) {
+	parallel(t)
 	f := features.New("deletion policy").
 		Assess("Retain keeps the volumes and their data", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)

@@ -441,22 +441,45 @@ func repeats() int {
 	return 1
 }
 
+// TestRobustness runs the scenarios whose faults stay inside their own
+// cluster, each beside the other parallel tests in a namespace of its own.
 func TestRobustness(t *testing.T) {
-	var feats []features.Feature
+	parallel(t)
+	robustnessScenarios(t, false)
+}
+
+// TestRobustnessOperatorKilled runs the scenarios that kill the operator.
+func TestRobustnessOperatorKilled(t *testing.T) {
+	serial(t, "the operator runs its failpoints build and dies at them")
+	robustnessScenarios(t, true)
+}
+
+// robustnessScenarios runs every round of the scenarios that kill the
+// operator (failpoints) or of those that do not, as subtests: in parallel
+// for the latter.
+func robustnessScenarios(t *testing.T, failpoints bool) {
 	for round := range rounds() {
 		for i, sc := range scenarios {
+			if sc.failpoints != failpoints {
+				continue
+			}
 			if only := os.Getenv("RAFTSMAN_ROBUSTNESS_ONLY"); only != "" && !slices.Contains(strings.Split(only, ","), sc.name) {
 				continue // a developer's run of some scenarios
 			}
 			sc.index = i
-			feats = append(feats, features.New(fmt.Sprintf("%s round %d", sc.name, round+1)).
-				Assess(sc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-					runScenario(ctx, t, mustKube(t, cfg), sc, round)
-					return ctx
-				}).Feature())
+			name := fmt.Sprintf("%s round %d", sc.name, round+1)
+			t.Run(name, func(t *testing.T) {
+				if !failpoints {
+					t.Parallel()
+				}
+				testenv.Test(t, features.New(name).
+					Assess(sc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+						runScenario(ctx, t, mustKube(t, cfg), sc, round)
+						return ctx
+					}).Feature())
+			})
 		}
 	}
-	testenv.Test(t, feats...)
 }
 
 func runScenario(ctx context.Context, t *testing.T, k *kube, sc scenario, round int) {

@@ -72,6 +72,7 @@ func (k *kube) shardHolder(ctx context.Context, i int) (string, error) {
 }
 
 func TestShardsOverTwoReplicas(t *testing.T) {
+	serial(t, "it runs the operator as two replicas and kills a shard holder")
 	f := features.New("shards").
 		Assess("two replicas with two shards manage six clusters; a replica's death moves its shard", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)

@@ -65,6 +65,7 @@ func smokePod(ns string) *corev1.Pod {
 // locally built etcd image runs with a PVC from the default StorageClass,
 // member DNS names resolve from another Pod, and data survives the Pod.
 func TestLocalClusterSmoke(t *testing.T) {
+	parallel(t)
 	f := features.New("local cluster").
 		Assess("an etcd Pod with a PVC serves clients by its DNS name and keeps its data", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)

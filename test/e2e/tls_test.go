@@ -142,6 +142,7 @@ func conditionTrue(c *etcdv1.EtcdCluster, typ string) error {
 }
 
 func TestTLSAndAuth(t *testing.T) {
+	parallel(t)
 	const name = "sec"
 	var key client.ObjectKey
 	f := features.New("tls and auth").

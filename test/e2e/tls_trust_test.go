@@ -148,6 +148,7 @@ func podUIDs(ctx context.Context, t *testing.T, k *kube, c *etcdv1.EtcdCluster) 
 // from a cert-manager CA Issuer, as a shared ClusterIssuer would give it:
 // a certificate anyone gets from that issuer must not be root either.
 func TestClientCertificateTrust(t *testing.T) {
+	parallel(t)
 	const name = "trust"
 	var key client.ObjectKey
 	var other *otherCA
