@@ -19,9 +19,13 @@ import (
 // never holds a worker the other tenants need: a pass starts the call and
 // returns; the call's end wakes the cluster, and the next pass takes its
 // result. At most Limit run at once per shard; more wait their turn
-// without holding anything. A result is kept until a pass takes it; an
-// operator restart forgets calls under way, and the pass that finds none
-// starts it again (a defragmentation is safe to repeat).
+// without holding anything. A result is kept for resultTTL after its call
+// ended, taken or not: a pass that took it but whose status write was
+// lost, or that read an older status from the cache, gets the same result
+// again rather than starting the call again. Keys therefore name one
+// attempt (a run and its attempt number), so that a new attempt starts a
+// new call. An operator restart forgets calls under way, and the pass that
+// finds none starts it again (a defragmentation is safe to repeat).
 type LongCalls struct {
 	// Limit is how many calls run at once; 0 runs them in the reconcile
 	// itself (unit tests that count passes).
@@ -32,7 +36,16 @@ type LongCalls struct {
 	wake    chan event.TypedGenericEvent[*etcdv1.EtcdCluster]
 	mu      sync.Mutex
 	running map[string]bool
-	done    map[string]callResult
+	done    map[string]endedCall
+}
+
+// resultTTL is how long a call's result is kept after it ended.
+const resultTTL = 10 * time.Minute
+
+// endedCall is a call's result and when it ended.
+type endedCall struct {
+	res   callResult
+	ended time.Time
 }
 
 // callResult is how a long call ended.
@@ -46,7 +59,7 @@ func (l *LongCalls) init() {
 	l.once.Do(func() {
 		l.sem = make(chan struct{}, max(l.Limit, 1))
 		l.wake = make(chan event.TypedGenericEvent[*etcdv1.EtcdCluster], 1024)
-		l.running, l.done = map[string]bool{}, map[string]callResult{}
+		l.running, l.done = map[string]bool{}, map[string]endedCall{}
 	})
 }
 
@@ -63,16 +76,32 @@ func (l *LongCalls) busy(c *etcdv1.EtcdCluster, key string) bool {
 		return false
 	}
 	l.init()
-	key = types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String() + "/" + key
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.running[key]
+	return l.running[fullKey(c, key)]
+}
+
+// known says whether a call under key for cluster c runs or has a result:
+// call would start nothing.
+func (l *LongCalls) known(c *etcdv1.EtcdCluster, key string) bool {
+	if l == nil || l.Limit <= 0 {
+		return false
+	}
+	l.init()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := fullKey(c, key)
+	_, done := l.done[k]
+	return l.running[k] || done
+}
+
+func fullKey(c *etcdv1.EtcdCluster, key string) string {
+	return types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String() + "/" + key
 }
 
 // call runs fn under key for cluster c: the result (what fn returned,
-// its error and how long it took) when it has ended
-// (taken: the next call with this key starts again), or ok false while it
-// runs, after starting it if nothing ran or waited under key.
+// its error and how long it took) when it has ended, or ok false while it
+// runs, after starting it if nothing ran, waited or ended under key.
 func (l *LongCalls) call(c *etcdv1.EtcdCluster, key string, timeout time.Duration, fn func(context.Context) (any, error)) (callResult, bool) {
 	if l == nil || l.Limit <= 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -82,12 +111,17 @@ func (l *LongCalls) call(c *etcdv1.EtcdCluster, key string, timeout time.Duratio
 		return callResult{value: v, err: err, took: time.Since(start)}, true
 	}
 	l.init()
-	key = types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String() + "/" + key
+	key = fullKey(c, key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if res, ok := l.done[key]; ok {
-		delete(l.done, key)
-		return res, true
+	now := time.Now()
+	for k, d := range l.done {
+		if now.Sub(d.ended) > resultTTL {
+			delete(l.done, k)
+		}
+	}
+	if d, ok := l.done[key]; ok {
+		return d.res, true
 	}
 	if l.running[key] {
 		return callResult{}, false
@@ -103,7 +137,7 @@ func (l *LongCalls) call(c *etcdv1.EtcdCluster, key string, timeout time.Duratio
 			}
 			l.mu.Lock()
 			delete(l.running, key)
-			l.done[key] = res
+			l.done[key] = endedCall{res: res, ended: time.Now()}
 			l.mu.Unlock()
 			select {
 			case l.wake <- event.TypedGenericEvent[*etcdv1.EtcdCluster]{Object: wake}:

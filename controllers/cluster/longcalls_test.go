@@ -13,8 +13,9 @@ import (
 
 // TestLongCallsRunBesideTheWorkers: a long call returns at once while it
 // runs, is not started twice under the same key, wakes its cluster when it
-// ends, hands its result to the next pass once, and never runs more than
-// Limit calls at a time; a panic in it comes back as its error.
+// ends, hands its result to every pass that asks for a while after, and
+// never runs more than Limit calls at a time; a panic in it comes back as
+// its error.
 func TestLongCallsRunBesideTheWorkers(t *testing.T) {
 	t.Parallel()
 	l := &LongCalls{Limit: 2}
@@ -69,6 +70,11 @@ func TestLongCallsRunBesideTheWorkers(t *testing.T) {
 		if !ended || res.err != nil || res.value != k {
 			t.Errorf("%s: ended %v, result %+v", k, ended, res)
 		}
+	}
+	// A pass that took a result but whose status write was lost, or that
+	// read an older status, gets the same result again: nothing restarts.
+	if res, ended := l.call(c, keys[0], time.Minute, slow("restarted")); !ended || res.value != keys[0] {
+		t.Errorf("%s taken again: ended %v, result %+v; want the same result", keys[0], ended, res)
 	}
 	if got := started.Load(); got != 3 {
 		t.Errorf("%d calls started, want 3 (one per key)", got)

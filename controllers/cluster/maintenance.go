@@ -390,7 +390,18 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 	// beside the workers, and its end wakes this cluster. The sizes before
 	// are those of the pass that started it.
 	before, cl, name, url, reason := s.health[em.ID], s.client, m.Name, m.Spec.ClientURL, run.Reason
-	res, ended := r.Long.call(s.cluster, "defragment/"+name, r.Options.DefragTimeout, func(ctx context.Context) (any, error) {
+	key := defragKey(run)
+	if !r.Long.known(s.cluster, key) {
+		// A new call starts only on the run as stored: the cache may
+		// still hold the status from before the last pass recorded this
+		// member's defragmentation.
+		if stored, err := r.storedRun(ctx, s.cluster); err != nil {
+			return ctrl.Result{}, err
+		} else if stored == nil || defragKey(stored) != key || stored.Phase != etcdv1.DefragDefragmenting {
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		}
+	}
+	res, ended := r.Long.call(s.cluster, key, r.Options.DefragTimeout, func(ctx context.Context) (any, error) {
 		log.Info("Defragmenting member", "member", name, "reason", reason, "dbSize", before.DBSize, "dbSizeInUse", before.DBSizeInUse)
 		return before, cl.Defragment(ctx, url)
 	})
@@ -429,6 +440,32 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 		m.Name, defragWhy(run.Reason), took.Round(time.Millisecond), etcd.FormatBytes(before.DBSize), etcd.FormatBytes(after.DBSize))
 	run.Phase, run.Since = etcdv1.DefragRestoring, &metav1.Time{Time: time.Now()}
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// defragKey names one attempt at the run's member's defragmentation: its
+// long call and result.
+func defragKey(run *etcdv1.DefragRun) string {
+	var started int64
+	if run.StartedAt != nil {
+		started = run.StartedAt.UnixNano()
+	}
+	return fmt.Sprintf("defragment/%s/%d/%d", run.Member, started, run.Attempts)
+}
+
+// storedRun is the defragmentation run as the API server has it, past the
+// cache (as the cache has it without an APIReader: unit tests).
+func (r *Reconciler) storedRun(ctx context.Context, c *etcdv1.EtcdCluster) (*etcdv1.DefragRun, error) {
+	live := c
+	if r.APIReader != nil {
+		live = &etcdv1.EtcdCluster{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil {
+			return nil, fmt.Errorf("read the defragmentation run: %w", err)
+		}
+	}
+	if live.Status.Maintenance == nil {
+		return nil, nil
+	}
+	return live.Status.Maintenance.Defrag, nil
 }
 
 // finishDefrag ends the run; a NOSPACE run disarms the alarm when every

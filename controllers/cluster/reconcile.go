@@ -179,7 +179,7 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		s.suspended = meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionSuspended)
 		s.suspending = !s.suspended
 	}
-	if m := c.Status.Maintenance; m != nil && m.Defrag != nil && m.Defrag.Phase == etcdv1.DefragDefragmenting && r.Long.busy(c, "defragment/"+m.Defrag.Member) {
+	if m := c.Status.Maintenance; m != nil && m.Defrag != nil && m.Defrag.Phase == etcdv1.DefragDefragmenting && r.Long.busy(c, defragKey(m.Defrag)) {
 		s.defragging = m.Defrag.Member
 	}
 	for i := range list.Items {
