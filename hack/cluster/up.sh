@@ -219,6 +219,14 @@ evictionHard:
   nodefs.available: 1%
   nodefs.inodesFree: 1%
   imagefs.available: 1%
+# A container that keeps exiting restarts after at most 2 s rather than the
+# default back-off (10 s doubling up to 5 min): the tests kill the operator
+# at its failpoints several times in a row, and wait for etcd Pods that
+# crash on purpose. Only the wait between restarts changes.
+featureGates:
+  KubeletCrashLoopBackOffMax: true
+crashLoopBackOff:
+  maxContainerRestartPeriod: 2s
 EOF
 
   # conntrack settings of 0 leave the host's conntrack sysctls as they are.

@@ -35,9 +35,16 @@ func newCluster(ns, name string, replicas int32) *etcdv1.EtcdCluster {
 			Replicas: ptr.To(replicas),
 			Version:  etcdVersion,
 			Storage:  etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("128Mi"))},
+			// Many clusters run at once on the test node: at the default
+			// request (100m) the scheduler would fit fewer than 20 members
+			// on its 2 cores, whatever they use.
+			Resources: etcdv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(testCPURequest)}},
 		},
 	}
 }
+
+// testCPURequest is the CPU each test cluster's member asks for.
+const testCPURequest = "10m"
 
 // waitConverged waits until the cluster is Available with exactly n healthy
 // voters, no learner, nothing in progress, for its current generation.

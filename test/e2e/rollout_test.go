@@ -70,10 +70,10 @@ func init() {
 			e.roll("upgrade to "+etcdNextVersion, setVersion(etcdNextVersion), hasVersion(etcdNextVersion))
 			e.roll("downgrade to "+etcdVersion, setVersion(etcdVersion), hasVersion(etcdVersion))
 			e.roll("new resources", func(s *etcdv1.EtcdClusterSpec) {
-				s.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("120m"), corev1.ResourceMemory: resource.MustParse("160Mi")}
+				s.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("160Mi")}
 			}, func(_ *etcdv1.EtcdCluster, pods []corev1.Pod) error {
 				for _, p := range pods {
-					if got := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; got.String() != "120m" {
+					if got := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; got.String() != "20m" {
 						return fmt.Errorf("pod %s requests cpu %s", p.Name, got.String())
 					}
 				}
