@@ -257,7 +257,9 @@ build_operator_image() {
     log "no ./cmd/raftsman package to build the operator image from"
     return 1
   fi
-  (cd "$root" && CGO_ENABLED=0 go build -o "$BIN_DIR/raftsman" ./cmd/raftsman) || return 1
+  # Built as make release builds it (-trimpath), so that either build finds
+  # the packages the other compiled in Go's build cache.
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BIN_DIR/raftsman" ./cmd/raftsman) || return 1
   [ -x "$BIN_DIR/imagebuild" ] || build_tools || return 1
   image raftsman -tag "$OPERATOR_IMAGE" -file "/raftsman=$BIN_DIR/raftsman" \
     -entrypoint /raftsman -user 65532:65532
@@ -266,7 +268,7 @@ build_operator_image() {
 # build_failpoints_image builds raftsman:failpoints, the operator built with the
 # failpoints tag (pkg/failpoint), which only the robustness tests run.
 build_failpoints_image() {
-  (cd "$root" && CGO_ENABLED=0 go build -tags failpoints -o "$BIN_DIR/raftsman-failpoints" ./cmd/raftsman) || return 1
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -tags failpoints -o "$BIN_DIR/raftsman-failpoints" ./cmd/raftsman) || return 1
   image raftsman-failpoints -tag "$FAILPOINTS_IMAGE" -file "/raftsman=$BIN_DIR/raftsman-failpoints" \
     -entrypoint /raftsman -user 65532:65532
 }
