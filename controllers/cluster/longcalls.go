@@ -72,28 +72,13 @@ func (l *LongCalls) wakeSource() crsource.Source {
 // busy says whether a call under key for cluster c has started and not
 // yet ended.
 func (l *LongCalls) busy(c *etcdv1.EtcdCluster, key string) bool {
-	running, _ := l.state(c, key)
-	return running
-}
-
-// known says whether a call under key for cluster c runs or has a result:
-// call would start nothing.
-func (l *LongCalls) known(c *etcdv1.EtcdCluster, key string) bool {
-	running, ended := l.state(c, key)
-	return running || ended
-}
-
-// state says whether a call under key runs, and whether one has a result.
-func (l *LongCalls) state(c *etcdv1.EtcdCluster, key string) (running, ended bool) {
 	if l == nil || l.Limit <= 0 {
-		return false, false
+		return false
 	}
 	l.init()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := fullKey(c, key)
-	_, ended = l.done[k]
-	return l.running[k], ended
+	return l.running[fullKey(c, key)]
 }
 
 func fullKey(c *etcdv1.EtcdCluster, key string) string {

@@ -391,10 +391,11 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 	// are those of the pass that started it.
 	before, cl, name, url, reason := s.health[em.ID], s.client, m.Name, m.Spec.ClientURL, run.Reason
 	key := defragKey(run)
-	if !r.Long.known(s.cluster, key) {
-		// A new call starts only on the run as stored: the cache may
-		// still hold the status from before the last pass recorded this
-		// member's defragmentation.
+	if !r.Long.busy(s.cluster, key) {
+		// A call starts, and its result is recorded, only on the run as
+		// stored: the cache may still hold the status from before the
+		// last pass recorded this member's defragmentation (which would
+		// defragment it again, or record it twice).
 		if stored, err := r.storedRun(ctx, s.cluster); err != nil {
 			return ctrl.Result{}, err
 		} else if stored == nil || defragKey(stored) != key || stored.Phase != etcdv1.DefragDefragmenting {
