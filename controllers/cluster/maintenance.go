@@ -437,8 +437,11 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 	st.Members = slices.DeleteFunc(st.Members, func(x etcdv1.MemberDefragStatus) bool { return x.Name == m.Name })
 	st.Members = append(st.Members, rec)
 	slices.SortFunc(st.Members, func(a, b etcdv1.MemberDefragStatus) int { return strings.Compare(a.Name, b.Name) })
-	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberDefragmented", "Defragment", "Defragmented %s (%s) in %s: database %s -> %s",
-		m.Name, defragWhy(run.Reason), took.Round(time.Millisecond), etcd.FormatBytes(before.DBSize), etcd.FormatBytes(after.DBSize))
+	cluster := s.cluster
+	s.afterWrite = append(s.afterWrite, func() {
+		r.Recorder.Eventf(cluster, m, corev1.EventTypeNormal, "MemberDefragmented", "Defragment", "Defragmented %s (%s) in %s: database %s -> %s",
+			m.Name, defragWhy(rec.Reason), took.Round(time.Millisecond), etcd.FormatBytes(rec.SizeBefore), etcd.FormatBytes(rec.SizeAfter))
+	})
 	run.Phase, run.Since = etcdv1.DefragRestoring, &metav1.Time{Time: time.Now()}
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }

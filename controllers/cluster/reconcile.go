@@ -93,6 +93,11 @@ type scope struct {
 	// workers now: it may not answer until it ends, which is no reason
 	// to stop the run that started it.
 	defragging string
+
+	// afterWrite runs once this pass's status is written: events that
+	// report what the status records, so that a pass whose write is lost
+	// (and is done again) does not report it twice.
+	afterWrite []func()
 }
 
 // Reconcile drives an EtcdCluster towards its spec.
@@ -123,6 +128,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		setStatus(s)
 		err := r.patchStatuses(ctx, s)
+		if err == nil {
+			for _, f := range s.afterWrite {
+				f()
+			}
+		}
 		if apierrors.IsConflict(err) && retErr == nil {
 			// Another controller wrote a member's status meanwhile; what
 			// this pass learnt is found again from etcd on the next one.
