@@ -13,6 +13,7 @@ mkdir -p _output
 timings=_output/test-timings.txt
 e2elog=_output/e2e.log
 : > "$timings"
+: > "$e2elog" # a run that stops before the e2e lists no e2e results of an earlier one
 start=$SECONDS
 failed=""
 

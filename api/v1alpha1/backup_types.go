@@ -26,14 +26,21 @@ type S3Destination struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?/?$')",message="spec.s3.endpoint must be a URL http://host[:port] or https://host[:port], like https://s3.eu-west-1.amazonaws.com: a host name or IPv4 address, no path, query, user or fragment"
 	Endpoint string `json:"endpoint"`
-	// Bucket holds the snapshots; it must exist.
+	// Bucket holds the snapshots; it must exist. Its name follows S3's
+	// rules for bucket names, checked at admission.
 	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$') && !self.contains('..') && !self.matches('^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')",message="spec.s3.bucket must be an S3 bucket name: 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit, no '..', not an IP address"
 	Bucket string `json:"bucket"`
-	// Prefix is put before every key, like "etcd/".
+	// Prefix is put before every key, like "etcd/": at most 512 characters,
+	// so that every key stays under S3's 1024 bytes.
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
-	// Region of the bucket.
+	// Region of the bucket, like eu-west-1.
 	// +kubebuilder:default="us-east-1"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-a-zA-Z0-9_]*$`
 	// +optional
 	Region string `json:"region,omitempty"`
 	// CredentialsSecretRef names a Secret in the cluster's namespace with the

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -153,7 +154,28 @@ func TestNameLimitsMatchCRD(t *testing.T) {
 		t.Errorf("spec.bootstrap.restore.backupName: maxLength %v, want MaxBackupNameLength %d", s.MaxLength, etcdv1.MaxBackupNameLength)
 	}
 	extra := schemaAt(t, cluster, "spec", "options", "extraArgs")
-	if r := ruleWith(t, extra, "spec.options.extraArgs values are at most"); !strings.Contains(r, "<= "+strconv.Itoa(etcdv1.MaxExtraArgValueLength)) {
-		t.Errorf("extraArgs value rule %q does not use MaxExtraArgValueLength %d", r, etcdv1.MaxExtraArgValueLength)
+	if v := extra.AdditionalProperties; v == nil || v.Schema == nil || v.Schema.MaxLength == nil || *v.Schema.MaxLength != etcdv1.MaxExtraArgValueLength {
+		t.Errorf("spec.options.extraArgs values: not bounded by MaxExtraArgValueLength %d", etcdv1.MaxExtraArgValueLength)
+	}
+}
+
+// TestCipherSuitesRuleMatchesGo: the cipher suites spec.options.extraArgs
+// accepts are the names Go's crypto/tls knows, secure and insecure, the
+// names etcd looks its --cipher-suites up in.
+func TestCipherSuitesRuleMatchesGo(t *testing.T) {
+	t.Parallel()
+	extra := schemaAt(t, readCRD(t, "etcdclusters"), "spec", "options", "extraArgs")
+	strs := celStrings(t, ruleWith(t, extra, "spec.options.extraArgs cipher-suites must be"))
+	var names []string
+	for _, c := range tls.CipherSuites() {
+		names = append(names, c.Name)
+	}
+	for _, c := range tls.InsecureCipherSuites() {
+		names = append(names, c.Name)
+	}
+	alt := strings.Join(names, "|")
+	want := "^(" + alt + ")(,(" + alt + "))*$"
+	if !slices.Contains(strs, want) {
+		t.Errorf("the cipher-suites rule's pattern is not built from Go's names; its strings: %q\nwant %q", strs, want)
 	}
 }

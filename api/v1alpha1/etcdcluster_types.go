@@ -209,31 +209,105 @@ type StorageSpec struct {
 	Medium StorageMedium `json:"medium,omitempty"`
 }
 
-// PodTemplate holds the parts of a member Pod a user may set.
+// PodTemplate holds the parts of a member Pod a user may set. Each field is
+// checked at admission in the terms the API server checks a Pod's (label
+// keys and values, tolerations, a priority class name), so that a spec the
+// API server would refuse later never reaches a member; what CEL cannot
+// check cheaply (affinity terms, topology spread constraints, requests
+// above limits) is refused by the server-side dry run of the member's Pod
+// (Ready PodRejected).
 type PodTemplate struct {
 	// Metadata adds labels and annotations to member Pods.
 	// +optional
 	Metadata PodMetadata `json:"metadata,omitempty"`
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Tolerations of member Pods, as in a Pod's spec.
 	// +optional
 	// +listType=atomic
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []Toleration `json:"tolerations,omitempty"`
+	// NodeSelector of member Pods: label keys and values.
 	// +optional
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 253)",message="spec.podTemplate.nodeSelector keys must be label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' and '.' that starts and ends with a letter or digit"
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 	// +optional
 	// +listType=atomic
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// PriorityClassName of member Pods; the PriorityClass must exist.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.podTemplate.priorityClassName must name a PriorityClass: lowercase letters, digits, '-' and '.', at most 253 characters"
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// ExtraArgValue is the value of an etcd flag in spec.options.extraArgs.
+// +kubebuilder:validation:MaxLength=1024
+type ExtraArgValue string
+
+// LabelValue is a label value as Kubernetes accepts it: at most 63
+// characters, letters, digits, '-', '_' and '.', starting and ending with a
+// letter or digit, or empty.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// AnnotationValue is an annotation value. Kubernetes bounds a Pod's
+// annotations to 256 KiB in all; at most 64 of these, each at most 3072
+// characters with a key of at most 317, stay under it with room for the
+// operator's own.
+// +kubebuilder:validation:MaxLength=3072
+type AnnotationValue string
+
+// Toleration is a toleration of member Pods, as in a Pod's spec, checked at
+// admission as the API server checks a Pod's.
+// +kubebuilder:validation:XValidation:rule="has(self.key) && size(self.key) > 0 || (has(self.operator) && self.operator == 'Exists')",message="spec.podTemplate.tolerations: a toleration without a key must have operator Exists (it tolerates every taint)"
+// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="spec.podTemplate.tolerations: a toleration with operator Exists has no value"
+// +kubebuilder:validation:XValidation:rule="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",message="spec.podTemplate.tolerations: tolerationSeconds needs effect NoExecute"
+type Toleration struct {
+	// Key of the taint tolerated; empty with operator Exists tolerates
+	// every taint.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && self.indexOf('/') <= 253)",message="spec.podTemplate.tolerations key must be a taint key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' and '.' that starts and ends with a letter or digit"
+	Key string `json:"key,omitempty"`
+	// Operator is Equal (the default) or Exists.
+	// +optional
+	// +kubebuilder:validation:Enum=Equal;Exists
+	Operator corev1.TolerationOperator `json:"operator,omitempty"`
+	// Value of the taint, with operator Equal.
+	// +optional
+	Value LabelValue `json:"value,omitempty"`
+	// Effect tolerated: NoSchedule, PreferNoSchedule or NoExecute; every
+	// effect when empty.
+	// +optional
+	// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
+	Effect corev1.TaintEffect `json:"effect,omitempty"`
+	// TolerationSeconds, with effect NoExecute, is how long the Pod stays
+	// on a node once the taint is added.
+	// +optional
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
 }
 
 // PodMetadata is the metadata a user may add to member Pods.
 type PodMetadata struct {
+	// Labels of member Pods. Labels under etcd.raftsman.io/ and
+	// app.kubernetes.io/name, instance and managed-by are the operator's
+	// (its selectors use them) and are refused.
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 253)",message="spec.podTemplate.metadata.labels keys must be label keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' and '.' that starts and ends with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.raftsman.io/') && !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by']))",message="spec.podTemplate.metadata.labels cannot set labels under etcd.raftsman.io/, nor app.kubernetes.io/name, instance or managed-by: the operator sets them on member Pods and selects them by those"
+	Labels map[string]LabelValue `json:"labels,omitempty"`
+	// Annotations of member Pods: at most 64, each value at most 3072
+	// characters. Annotations under etcd.raftsman.io/ are the operator's and
+	// are refused.
 	// +optional
-	Annotations map[string]string `json:"annotations,omitempty"`
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 253)",message="spec.podTemplate.metadata.annotations keys must be annotation keys: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' and '.' that starts and ends with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.raftsman.io/'))",message="spec.podTemplate.metadata.annotations cannot set annotations under etcd.raftsman.io/: the operator sets them on member Pods"
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 }
 
 // EtcdOptions are etcd settings. Each maps to the etcd flag of the same name.
@@ -290,18 +364,22 @@ type EtcdOptions struct {
 	// may be set: flags the operator sets itself, flags with a typed field
 	// above, and flags that change a member's identity, membership,
 	// durability or security are refused, each with its own message. Values
-	// are bounded by a CEL rule on size (constant cost); a rule that reads a
-	// value's characters is estimated at the longest string a request can
-	// hold, times 64, over the API server's budget, and a maxLength on the
-	// values needs a value type of its own.
+	// are at most 1024 characters (ExtraArgValue): without that bound, a
+	// rule that reads a value's characters is estimated at the longest
+	// string a request can hold, over the API server's budget. The TLS
+	// flags are checked as etcd checks them at start.
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",message="spec.options.extraArgs keys are flag names without leading dashes, like 'log-level': lowercase letters, digits and '-'; the flag's value goes in the value, not after '='"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file', 'peer-cert-allowed-hostname']))",message="spec.options.extraArgs cannot set a flag the operator owns (name, data and WAL dirs, initial-cluster*, listen and advertise URLs, discovery, force-new-cluster, TLS files and peer-cert-allowed-hostname, config-file): remove it"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['quota-backend-bytes', 'auto-compaction-mode', 'auto-compaction-retention', 'snapshot-count', 'heartbeat-interval', 'election-timeout', 'max-request-bytes']))",message="spec.options.extraArgs cannot set a flag that has a typed field in spec.options (quotaBackendBytes, autoCompactionMode, autoCompactionRetention, snapshotCount, heartbeatIntervalMillis, electionTimeoutMillis, maxRequestBytes): use the field"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^[a-z0-9][a-z0-9-]*$') || k in ['name', 'data-dir', 'wal-dir', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'initial-advertise-peer-urls', 'advertise-client-urls', 'listen-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-client-http-urls', 'discovery', 'discovery-srv', 'force-new-cluster', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'auto-tls', 'peer-auto-tls', 'config-file', 'peer-cert-allowed-hostname'] || k in ['quota-backend-bytes', 'auto-compaction-mode', 'auto-compaction-retention', 'snapshot-count', 'heartbeat-interval', 'election-timeout', 'max-request-bytes'] || k in ['log-level', 'logger', 'log-outputs', 'log-format', 'enable-log-rotation', 'log-rotation-config-json', 'max-txn-ops', 'max-concurrent-streams', 'max-snapshots', 'max-wals', 'backend-batch-interval', 'backend-batch-limit', 'backend-bbolt-freelist-type', 'raft-read-timeout', 'raft-write-timeout', 'grpc-keepalive-interval', 'grpc-keepalive-min-time', 'grpc-keepalive-timeout', 'experimental-compaction-batch-limit', 'compaction-batch-limit', 'experimental-compaction-sleep-interval', 'compaction-sleep-interval', 'experimental-bootstrap-defrag-threshold-megabytes', 'bootstrap-defrag-threshold-megabytes', 'experimental-snapshot-catchup-entries', 'snapshot-catchup-entries', 'experimental-warning-apply-duration', 'warning-apply-duration', 'experimental-warning-unary-request-duration', 'warning-unary-request-duration', 'experimental-watch-progress-notify-interval', 'watch-progress-notify-interval', 'experimental-memory-mlock', 'memory-mlock', 'experimental-txn-mode-write-with-shared-buffer', 'experimental-stop-grpc-service-on-defrag', 'experimental-initial-corrupt-check', 'experimental-corrupt-check-time', 'corrupt-check-time', 'experimental-compact-hash-check-enabled', 'experimental-compact-hash-check-time', 'compact-hash-check-time', 'metrics', 'enable-grpc-gateway', 'experimental-enable-distributed-tracing', 'enable-distributed-tracing', 'experimental-distributed-tracing-address', 'distributed-tracing-address', 'experimental-distributed-tracing-service-name', 'distributed-tracing-service-name', 'experimental-distributed-tracing-instance-id', 'distributed-tracing-instance-id', 'experimental-distributed-tracing-sampling-rate', 'distributed-tracing-sampling-rate', 'feature-gates', 'cipher-suites', 'tls-min-version', 'tls-max-version', 'auth-token-ttl', 'experimental-downgrade-check-time', 'downgrade-check-time', 'pre-vote', 'initial-election-tick-advance', 'experimental-enable-lease-checkpoint', 'experimental-enable-lease-checkpoint-persist'])",message="spec.options.extraArgs may set only the etcd flags on the allowlist (see the README, Extra etcd flags: logging, limits and performance, corruption checks, metrics, tracing, feature-gates, TLS versions and ciphers): a flag that changes a member's identity, membership, durability or security, or that etcd does not know, is refused"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 1024)",message="spec.options.extraArgs values are at most 1024 characters"
+	// +kubebuilder:validation:XValidation:rule="!('tls-min-version' in self) || self['tls-min-version'] in ['TLS1.2', 'TLS1.3']",message="spec.options.extraArgs tls-min-version must be TLS1.2 or TLS1.3, the versions etcd accepts"
+	// +kubebuilder:validation:XValidation:rule="!('tls-max-version' in self) || size(self['tls-max-version']) == 0 || self['tls-max-version'] in ['TLS1.2', 'TLS1.3']",message="spec.options.extraArgs tls-max-version must be TLS1.2, TLS1.3 or empty (no maximum), the versions etcd accepts"
+	// +kubebuilder:validation:XValidation:rule="!('tls-min-version' in self) || !('tls-max-version' in self) || self['tls-min-version'] != 'TLS1.3' || self['tls-max-version'] != 'TLS1.2'",message="spec.options.extraArgs tls-min-version TLS1.3 is above tls-max-version TLS1.2: etcd would not start"
+	// +kubebuilder:validation:XValidation:rule="!('cipher-suites' in self) || !('tls-min-version' in self) || self['tls-min-version'] != 'TLS1.3'",message="spec.options.extraArgs cipher-suites cannot be set with tls-min-version TLS1.3: TLS 1.3 suites are not configurable, and etcd would not start"
+	// +kubebuilder:validation:XValidation:rule="!('cipher-suites' in self) || self['cipher-suites'].matches('^(TLS_AES_128_GCM_SHA256|TLS_AES_256_GCM_SHA384|TLS_CHACHA20_POLY1305_SHA256|TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA|TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA|TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA|TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA|TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256|TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384|TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256|TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384|TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256|TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256|TLS_RSA_WITH_RC4_128_SHA|TLS_RSA_WITH_3DES_EDE_CBC_SHA|TLS_RSA_WITH_AES_128_CBC_SHA|TLS_RSA_WITH_AES_256_CBC_SHA|TLS_RSA_WITH_AES_128_CBC_SHA256|TLS_RSA_WITH_AES_128_GCM_SHA256|TLS_RSA_WITH_AES_256_GCM_SHA384|TLS_ECDHE_ECDSA_WITH_RC4_128_SHA|TLS_ECDHE_RSA_WITH_RC4_128_SHA|TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA|TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256|TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256)(,(TLS_AES_128_GCM_SHA256|TLS_AES_256_GCM_SHA384|TLS_CHACHA20_POLY1305_SHA256|TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA|TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA|TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA|TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA|TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256|TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384|TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256|TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384|TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256|TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256|TLS_RSA_WITH_RC4_128_SHA|TLS_RSA_WITH_3DES_EDE_CBC_SHA|TLS_RSA_WITH_AES_128_CBC_SHA|TLS_RSA_WITH_AES_256_CBC_SHA|TLS_RSA_WITH_AES_128_CBC_SHA256|TLS_RSA_WITH_AES_128_GCM_SHA256|TLS_RSA_WITH_AES_256_GCM_SHA384|TLS_ECDHE_ECDSA_WITH_RC4_128_SHA|TLS_ECDHE_RSA_WITH_RC4_128_SHA|TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA|TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256|TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256))*$')",message="spec.options.extraArgs cipher-suites must be a comma-separated list of Go's cipher suite names, like TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, the names etcd accepts"
 	// +kubebuilder:validation:MaxProperties=64
 	// +optional
-	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
+	ExtraArgs map[string]ExtraArgValue `json:"extraArgs,omitempty"`
 }
 
 // MemberRole is the raft role of a member as etcd reports it.

@@ -46,11 +46,13 @@ type TLSSpec struct {
 	CertificateLifetime *metav1.Duration `json:"certificateLifetime,omitempty"`
 
 	// RenewBefore is how long before expiry an operator-issued certificate
-	// is replaced; a third of its lifetime when omitted.
+	// is replaced, at least one minute; a third of its lifetime when
+	// omitted.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="spec.tls.renewBefore must be a duration like 720h in h, m, s or ms (no days), of at most 2562047h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.tls.renewBefore must be at least 1m: a renewed certificate takes up to a minute to reach the members' volumes, and the old one must not expire first"
 	// +optional
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
 }

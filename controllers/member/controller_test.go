@@ -424,7 +424,7 @@ func newMember(t *testing.T, c client.Client, ns, name string, mutate func(*etcd
 			ClusterToken:        "token-" + ns,
 			PeerURL:             peer,
 			ClientURL:           resources.ClientURL(cl, name, "cluster.local"),
-			Options:             etcdv1.EtcdOptions{ExtraArgs: map[string]string{"log-level": "warn"}},
+			Options:             etcdv1.EtcdOptions{ExtraArgs: map[string]etcdv1.ExtraArgValue{"log-level": "warn"}},
 		},
 	}
 	if mutate != nil {

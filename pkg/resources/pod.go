@@ -138,10 +138,7 @@ func EtcdArgs(m *etcdv1.EtcdMember, firstPod bool) []string {
 	if o.MaxRequestBytes != nil {
 		add("max-request-bytes", strconv.Itoa(int(*o.MaxRequestBytes)))
 	}
-	extra := maps.Clone(o.ExtraArgs)
-	if extra == nil {
-		extra = map[string]string{}
-	}
+	extra := stringMap(o.ExtraArgs)
 	corruptionChecks(m.Spec.Version, extra)
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		add(k, extra[k])
@@ -187,10 +184,7 @@ func ServingValue(m *etcdv1.EtcdMember) string {
 // firstPod is true when the member never had a Pod before.
 func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 	t := m.Spec.PodTemplate
-	labels := maps.Clone(t.Metadata.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := stringMap(t.Metadata.Labels)
 	maps.Copy(labels, MemberLabels(m))
 	labels[etcdv1.ServingLabel] = ServingValue(m)
 
@@ -218,8 +212,8 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
 			Affinity:                      spreadAffinity(t.Affinity, ClusterLabels(m.Spec.ClusterName)),
-			Tolerations:                   t.Tolerations,
-			NodeSelector:                  t.NodeSelector,
+			Tolerations:                   tolerations(t.Tolerations),
+			NodeSelector:                  nilIfEmpty(stringMap(t.NodeSelector)),
 			TopologySpreadConstraints:     t.TopologySpreadConstraints,
 			PriorityClassName:             t.PriorityClassName,
 			SecurityContext: &corev1.PodSecurityContext{
@@ -374,10 +368,7 @@ func spreadAffinity(user *corev1.Affinity, cluster map[string]string) *corev1.Af
 // podAnnotations are the user's, the trust revision the Pod starts with,
 // and the hash of the spec it is built from.
 func podAnnotations(m *etcdv1.EtcdMember) map[string]string {
-	a := maps.Clone(m.Spec.PodTemplate.Metadata.Annotations)
-	if a == nil {
-		a = map[string]string{}
-	}
+	a := stringMap(m.Spec.PodTemplate.Metadata.Annotations)
 	if m.Spec.TLS != nil && m.Spec.TLS.TrustRevision != "" {
 		a[etcdv1.TrustRevisionAnnotation] = m.Spec.TLS.TrustRevision
 	}
@@ -514,4 +505,33 @@ func MemberPVC(m *etcdv1.EtcdMember) *corev1.PersistentVolumeClaim {
 			},
 		},
 	}
+}
+
+// stringMap copies a map of typed strings (label or annotation values) into
+// a new map of strings, never nil.
+func stringMap[V ~string](in map[string]V) map[string]string {
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = string(v)
+	}
+	return out
+}
+
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// tolerations are the Pod's tolerations of the template's.
+func tolerations(in []etcdv1.Toleration) []corev1.Toleration {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.Toleration, 0, len(in))
+	for _, t := range in {
+		out = append(out, corev1.Toleration{Key: t.Key, Operator: t.Operator, Value: string(t.Value), Effect: t.Effect, TolerationSeconds: t.TolerationSeconds})
+	}
+	return out
 }

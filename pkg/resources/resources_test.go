@@ -48,7 +48,7 @@ func TestEtcdArgs(t *testing.T) {
 			opts: etcdv1.EtcdOptions{
 				QuotaBackendBytes: ptr.To[int64](1 << 30), AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
 				SnapshotCount: ptr.To[int64](5000), HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](1000),
-				MaxRequestBytes: ptr.To[int32](2 << 20), ExtraArgs: map[string]string{"log-level": "debug", "experimental-x": "1"},
+				MaxRequestBytes: ptr.To[int32](2 << 20), ExtraArgs: map[string]etcdv1.ExtraArgValue{"log-level": "debug", "experimental-x": "1"},
 			},
 			want: []string{"--quota-backend-bytes=1073741824", "--auto-compaction-mode=periodic", "--auto-compaction-retention=1h",
 				"--snapshot-count=5000", "--heartbeat-interval=100", "--election-timeout=1000", "--max-request-bytes=2097152",
@@ -369,16 +369,16 @@ func TestCorruptionChecksOnByDefault(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		version string
-		extra   map[string]string
+		extra   map[string]etcdv1.ExtraArgValue
 		want    []string
 		notWant []string
 	}{
 		{version: "3.5.35", want: []string{"--experimental-initial-corrupt-check=true", "--experimental-compact-hash-check-enabled=true"}, notWant: []string{"--feature-gates"}},
 		{version: "3.6.16", want: []string{"--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"}, notWant: []string{"--experimental-"}},
 		{version: "3.7.3", want: []string{"--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"}, notWant: []string{"--experimental-"}},
-		{version: "3.6.16", extra: map[string]string{"feature-gates": "StopGRPCServiceOnDefrag=true,CompactHashCheck=false"},
+		{version: "3.6.16", extra: map[string]etcdv1.ExtraArgValue{"feature-gates": "StopGRPCServiceOnDefrag=true,CompactHashCheck=false"},
 			want: []string{"--feature-gates=StopGRPCServiceOnDefrag=true,CompactHashCheck=false,InitialCorruptCheck=true"}},
-		{version: "3.5.35", extra: map[string]string{"experimental-initial-corrupt-check": "false"},
+		{version: "3.5.35", extra: map[string]etcdv1.ExtraArgValue{"experimental-initial-corrupt-check": "false"},
 			want: []string{"--experimental-initial-corrupt-check=false", "--experimental-compact-hash-check-enabled=true"}},
 	} {
 		m := member(etcdv1.InitialClusterStateExisting, etcdv1.EtcdOptions{ExtraArgs: tc.extra}, etcdv1.StorageSpec{})

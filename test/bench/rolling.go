@@ -53,9 +53,9 @@ func (b *bench) rollingRestart(ns, name string, n int32) (rollResult, error) {
 	}
 	patch := client.MergeFrom(c.DeepCopy())
 	if c.Spec.PodTemplate.Metadata.Annotations == nil {
-		c.Spec.PodTemplate.Metadata.Annotations = map[string]string{}
+		c.Spec.PodTemplate.Metadata.Annotations = map[string]etcdv1.AnnotationValue{}
 	}
-	c.Spec.PodTemplate.Metadata.Annotations["bench.raftsman.io/roll"] = time.Now().UTC().Format(time.RFC3339Nano)
+	c.Spec.PodTemplate.Metadata.Annotations["bench.raftsman.io/roll"] = etcdv1.AnnotationValue(time.Now().UTC().Format(time.RFC3339Nano))
 	start := time.Now()
 	if err := b.c.Patch(b.ctx, c, patch); err != nil {
 		return res, err

@@ -374,7 +374,7 @@ func TestInvalidSpecIsRefused(t *testing.T) {
 				t.Errorf("version latest: err = %v, want a message naming spec.version", err)
 			}
 			bad = newCluster(ns, "bad", 3)
-			bad.Spec.Options.ExtraArgs = map[string]string{"initial-cluster-state": "new"}
+			bad.Spec.Options.ExtraArgs = map[string]etcdv1.ExtraArgValue{"initial-cluster-state": "new"}
 			if err := k.c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.options.extraArgs") {
 				t.Errorf("owned flag: err = %v, want a message naming spec.options.extraArgs", err)
 			}

@@ -80,7 +80,7 @@ func init() {
 				return nil
 			})
 			e.roll("a new extra flag", func(s *etcdv1.EtcdClusterSpec) {
-				s.Options.ExtraArgs = map[string]string{"max-txn-ops": "256"}
+				s.Options.ExtraArgs = map[string]etcdv1.ExtraArgValue{"max-txn-ops": "256"}
 			}, func(_ *etcdv1.EtcdCluster, pods []corev1.Pod) error {
 				for _, p := range pods {
 					if !slices.Contains(p.Spec.Containers[0].Args, "--max-txn-ops=256") {
