@@ -26,7 +26,9 @@ package v1alpha1
 // Data read behind another controller's condition: the cluster controller
 // reads status.tls behind TLSReady, status.restore behind RestoreReady, and
 // an EtcdBackup's status (key, sha256, revision) behind its Complete, to
-// restore a cluster that lost its quorum from its newest backup.
+// restore a cluster that lost its quorum from its newest backup. Before it
+// forces a member with --force-new-cluster, it waits for every other
+// member's Ready to say Fenced (no Pod left) for that member's generation.
 const (
 	// ConditionAvailable is True while a quorum of voting members is healthy,
 	// so the cluster serves reads and writes.
@@ -325,6 +327,14 @@ const (
 	// ReasonUnschedulable (member Ready, cluster Degraded): the scheduler
 	// finds no node for the member's Pod; the message is the scheduler's.
 	ReasonUnschedulable = "Unschedulable"
+
+	// ReasonFencing: the member is fenced (spec.fenced) and its Pod is
+	// stopping (Ready False).
+	ReasonFencing = "Fencing"
+	// ReasonFenced: the member is fenced and no Pod of it runs (Ready
+	// False); the cluster controller forces another member only once every
+	// other member says so for its generation.
+	ReasonFenced = "Fenced"
 
 	// ReasonVolumeReleased: the member's PVC no longer belongs to it and
 	// outlives it (VolumeRetained True).

@@ -80,6 +80,17 @@ type EtcdMemberSpec struct {
 	// +optional
 	ForceNewCluster bool `json:"forceNewCluster,omitempty"`
 
+	// Fenced, set by the cluster controller on every other member before
+	// it forces one with --force-new-cluster in a quorum recovery, stops
+	// this member's Pod and keeps it stopped (its volume kept): the members
+	// left behind can then never form a quorum of their own beside the
+	// forced one and acknowledge writes it does not have. The member
+	// controller reports Ready reason Fenced once no Pod of the member
+	// runs. Members left behind are released afterwards; a recovery that
+	// stops before forcing clears it.
+	// +optional
+	Fenced bool `json:"fenced,omitempty"`
+
 	// Drained, set by the cluster controller while it defragments the
 	// member, takes the member's Pod out of the client Service (its label
 	// etcd.raftsman.io/serving turns "false"), so that new client

@@ -39,6 +39,12 @@ type healEnv struct {
 	failClusterStatus bool
 	// evs are the events of every pass.
 	evs []string
+	// fenced names, in order, each member the member controller (played
+	// by playFences) stopped for a fence.
+	fenced []string
+	// unstoppable names members whose Pod does not stop when fenced (a
+	// node that does not answer).
+	unstoppable map[string]bool
 }
 
 func newHealEnv(t *testing.T, replicas int32) *healEnv {
@@ -98,9 +104,11 @@ func (h *healEnv) forcedCount(name string) int {
 	return h.forced[name]
 }
 
-// pass runs one reconcile and keeps its events.
+// pass plays the member controller's fencing, then runs one reconcile and
+// keeps its events.
 func (h *healEnv) pass() {
 	h.t.Helper()
+	h.playFences()
 	h.mustReconcile()
 	h.evs = append(h.evs, h.events()...)
 }
@@ -241,6 +249,62 @@ func (h *healEnv) playMembers(retain bool) {
 		}
 		if retain && m.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain && !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained, m.Generation) {
 			h.setMemberCondition(m.Name, etcdv1.ConditionVolumeRetained, metav1.ConditionTrue, etcdv1.ReasonVolumeReleased, "set by the test")
+		}
+	}
+}
+
+// playFences plays the member controller on fenced members: the Pod of
+// each stops (its etcd no longer answers) and Ready says Fenced for the
+// member's generation.
+func (h *healEnv) playFences() {
+	h.t.Helper()
+	for _, m := range h.members() {
+		if !m.Spec.Fenced || h.unstoppable[m.Name] {
+			continue
+		}
+		h.fake().SetHealthy(m.Name, false)
+		if r := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); r == nil || r.Reason != etcdv1.ReasonFenced || r.ObservedGeneration != m.Generation {
+			h.fenced = append(h.fenced, m.Name)
+			h.setMemberCondition(m.Name, etcdv1.ConditionReady, metav1.ConditionFalse, etcdv1.ReasonFenced, "set by the test")
+		}
+	}
+}
+
+// fenceThenForce checks the last two steps before a member is forced: one
+// pass fences every other member and forces nothing, saying it waits for
+// their Pods; once they are stopped (playFences), the next forces keep.
+func (h *healEnv) fenceThenForce(keep string) {
+	h.t.Helper()
+	h.pass()
+	if f := h.forcedMembers(); len(f) != 0 {
+		h.t.Fatalf("forced %v before the other members were fenced", f)
+	}
+	var others []string
+	for _, m := range h.members() {
+		if m.Name == keep {
+			if m.Spec.Fenced {
+				h.t.Errorf("the member to force, %s, is fenced", keep)
+			}
+			continue
+		}
+		others = append(others, m.Name)
+		if !m.Spec.Fenced {
+			h.t.Errorf("member %s not fenced before %s is forced", m.Name, keep)
+		}
+	}
+	if p := condition(h.cluster().Status.Conditions, etcdv1.ConditionProgressing); !strings.Contains(p.Message, "fenced") {
+		h.t.Errorf("Progressing = %+v, want it to say it waits for the fenced members", p)
+	}
+	if n := h.eventCount("Warning", "MembersFenced", others...); n != 1 {
+		h.t.Errorf("%d MembersFenced events naming %v, want 1: %v", n, others, h.evs)
+	}
+	h.pass()
+	if f := h.forcedMembers(); !slices.Equal(f, []string{keep}) {
+		h.t.Fatalf("forced members = %v once the others are fenced, want [%s]", f, keep)
+	}
+	for _, name := range others {
+		if !slices.Contains(h.fenced, name) {
+			h.t.Errorf("member %s's Pod was not stopped before %s was forced", name, keep)
 		}
 	}
 }
@@ -667,11 +731,9 @@ func TestManualQuorumRecovery(t *testing.T) {
 				h.restartOperator()
 			}
 
-			// 2. The recorded member is forced, once.
-			h.pass()
-			if f := h.forcedMembers(); !slices.Equal(f, []string{keep}) {
-				t.Fatalf("forced members = %v, want [%s]", f, keep)
-			}
+			// 2. Every other member is fenced, then the recorded member
+			// is forced, once.
+			h.fenceThenForce(keep)
 			if tt.flagged {
 				h.restartOperator()
 			}
@@ -847,6 +909,65 @@ func TestQuorumBackBeforeForcing(t *testing.T) {
 	}
 }
 
+// TestFencingWaitsForEveryPod: the member named is forced only once every
+// other member's Pod is stopped; one that does not stop (its node does not
+// answer) holds the recovery, named in the condition. A quorum that comes
+// back while the recovery waits (that member's etcd was running after all)
+// cancels it, nothing forced, and every member gets its Pod back.
+func TestFencingWaitsForEveryPod(t *testing.T) {
+	apartFromCollector(t)
+	for _, back := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the Pod stops late", true: "the quorum comes back"}[back], func(t *testing.T) {
+			t.Parallel()
+			h := newHealEnv(t, 3)
+			h.formed()
+			ms := h.sortedMembers()
+			keep, stuck, gone := ms[0].Name, ms[1].Name, ms[2].Name
+			h.unstoppable = map[string]bool{stuck: true}
+			h.loseQuorum(stuck, gone)
+			h.pass()
+			h.annotate(keep)
+			h.pass()
+			for range 3 {
+				h.pass()
+			}
+			if f := h.forcedMembers(); len(f) != 0 {
+				t.Fatalf("forced %v while the Pod of %s still runs", f, stuck)
+			}
+			if !h.member(stuck).Spec.Fenced || !h.member(gone).Spec.Fenced {
+				t.Fatalf("members not fenced: %s %v, %s %v", stuck, h.member(stuck).Spec.Fenced, gone, h.member(gone).Spec.Fenced)
+			}
+			p := condition(h.cluster().Status.Conditions, etcdv1.ConditionProgressing)
+			if !strings.Contains(p.Message, stuck) || strings.Contains(p.Message, gone+",") || !strings.Contains(p.Message, "--force") {
+				t.Errorf("Progressing = %+v, want it to name %s alone and say what a person can do", p, stuck)
+			}
+			if back {
+				h.fake().SetHealthy(stuck, true)
+				h.pass()
+				rs := h.recovery()
+				if rs.Phase != etcdv1.RecoveryDone || h.eventCount("Normal", "QuorumRecoveryCancelled") != 1 {
+					t.Fatalf("status.recovery = %+v, want Done, cancelled: %v", rs, h.evs)
+				}
+				for _, m := range h.members() {
+					if m.Spec.Fenced {
+						t.Errorf("member %s still fenced after the recovery was cancelled", m.Name)
+					}
+				}
+				if f := h.forcedMembers(); len(f) != 0 || h.forcedCount(keep) != 0 {
+					t.Errorf("forced %v after the quorum came back", f)
+				}
+				return
+			}
+			delete(h.unstoppable, stuck)
+			h.pass()
+			h.pass()
+			if f := h.forcedMembers(); !slices.Equal(f, []string{keep}) {
+				t.Fatalf("forced %v once every other Pod stopped, want [%s]", f, keep)
+			}
+		})
+	}
+}
+
 // TestAutomaticQuorumRecovery: with spec.recovery.quorumLoss Automatic the
 // reachable member with the highest raft index is chosen once the quorum
 // has been lost for quorumLossAfter, and not before, and only when every
@@ -967,8 +1088,5 @@ func TestManualRecoveryFromAMemberBehind(t *testing.T) {
 	if rs := h.recovery(); rs.Phase != etcdv1.RecoveryForcing || rs.Member != behind {
 		t.Fatalf("status.recovery = %+v, want Forcing from %s once confirmed", rs, behind)
 	}
-	h.pass()
-	if f := h.forcedMembers(); !slices.Equal(f, []string{behind}) {
-		t.Errorf("forced members = %v, want [%s]", f, behind)
-	}
+	h.fenceThenForce(behind)
 }

@@ -299,6 +299,9 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	m := s.memberNamed(rs.Member)
 	if m == nil {
+		if err := r.unfence(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 		rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
 		rs.Message = fmt.Sprintf("Member %s is gone; the recovery stopped", rs.Member)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
@@ -326,14 +329,20 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 		if !m.Spec.ForceNewCluster && s.formed {
 			// etcd answered before anything was forced: the quorum came
 			// back by itself, and nothing is to be forced any more.
+			if err := r.unfence(ctx, s); err != nil {
+				return ctrl.Result{}, err
+			}
 			rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
 			rs.Message = "etcd regained its quorum by itself before anything was forced; nothing was changed"
 			r.Recorder.Eventf(c, m, corev1.EventTypeNormal, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
 		}
 		if !m.Spec.ForceNewCluster {
-			// 2. keep a snapshot of it, then force it, once: the flag is
-			// the stored intent.
+			// 2. fence every other member, keep a snapshot of it, then
+			// force it, once: the flag is the stored intent.
+			if res, err := r.fenceOthers(ctx, s, m); err != nil || !res.IsZero() {
+				return res, err
+			}
 			if res, err := r.snapshotBeforeForcing(ctx, s, m); err != nil || !res.IsZero() {
 				return res, err
 			}
@@ -351,6 +360,63 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// fenceOthers fences every member but m, those being removed included
+// (spec.fenced: the member controller stops their Pods and starts none),
+// and waits until each says its Pod is gone (Ready reason Fenced for its
+// generation). Forced, m is a one-member cluster; the members left behind
+// still believe in the old membership, and those of them that hold a
+// quorum of it (paused, cut off, or a person's mistake about which member
+// is ahead) would otherwise go on acknowledging writes m never sees. A Pod
+// that cannot be confirmed stopped (its node unreachable and not gone)
+// holds the recovery here, and the condition names it.
+func (r *Reconciler) fenceOthers(ctx context.Context, s *scope, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+	var fenced, stopping []string
+	for _, o := range s.members {
+		if o.Name == m.Name {
+			continue
+		}
+		if !o.Spec.Fenced {
+			patch := client.MergeFrom(o.DeepCopy())
+			o.Spec.Fenced = true
+			if err := r.Patch(ctx, o, patch); err != nil {
+				return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("fence member %s: %w", o.Name, err))
+			}
+			s.rebase(o)
+			fenced = append(fenced, o.Name)
+		}
+		if ready := meta.FindStatusCondition(o.Status.Conditions, etcdv1.ConditionReady); ready == nil || ready.Reason != etcdv1.ReasonFenced || ready.ObservedGeneration != o.Generation {
+			stopping = append(stopping, o.Name)
+		}
+	}
+	if len(fenced) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Fenced the members left behind", "members", fenced, "forcing", m.Name)
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "MembersFenced", "Recover", "Fenced members %s: their Pods stop and stay stopped, volumes kept, so that they cannot form a quorum of their own once member %s is forced", strings.Join(fenced, ", "), m.Name)
+	}
+	if len(stopping) == 0 {
+		return ctrl.Result{}, nil
+	}
+	s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Recovering the quorum from member %s: waiting for the Pods of members %s to stop (fenced) before it is forced, so that they cannot form a quorum of their own. A Pod on a node that no longer answers stops only once the node is gone or the Pod is deleted with --force; do that only once you know its etcd no longer runs", m.Name, strings.Join(stopping, ", "))
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// unfence clears spec.fenced on every member: a recovery that stops before
+// anything was forced gives the members their Pods back.
+func (r *Reconciler) unfence(ctx context.Context, s *scope) error {
+	for _, o := range s.members {
+		if !o.Spec.Fenced {
+			continue
+		}
+		patch := client.MergeFrom(o.DeepCopy())
+		o.Spec.Fenced = false
+		if err := r.Patch(ctx, o, patch); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("unfence member %s: %w", o.Name, err))
+		}
+		s.rebase(o)
+		ctrl.LoggerFrom(ctx).Info("Unfenced member", "member", o.Name)
+	}
+	return nil
 }
 
 // setForce sets or clears a member's forceNewCluster.

@@ -328,6 +328,11 @@ func TestSnapshotBeforeForcing(t *testing.T) {
 			if p := condition(h.cluster().Status.Conditions, etcdv1.ConditionProgressing); !strings.Contains(p.Message, rs.Snapshot) {
 				t.Errorf("Progressing = %+v, want it to name the snapshot", p)
 			}
+			for _, m := range ms[1:] {
+				if !h.member(m.Name).Spec.Fenced {
+					t.Errorf("member %s not fenced while the snapshot of %s is taken", m.Name, keep)
+				}
+			}
 			h.finishBackup(rs.Snapshot, complete, nil)
 			h.pass()
 			if f := h.forcedMembers(); !slices.Equal(f, []string{keep}) {

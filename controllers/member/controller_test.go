@@ -36,6 +36,7 @@ func TestEnvMemberController(t *testing.T) {
 		"RetainMemoryHasNoVolume":             testRetainMemory,
 		"DrainedLeavesTheClientService":       testDrained,
 		"RejectedPodNeverCostsTheRunningOne":  testPodRejected,
+		"FencedMemberRunsNoPod":               testFenced,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -287,6 +288,42 @@ func testPodRecreated(t *testing.T, c client.Client) {
 	if !metav1.IsControlledBy(second, getMember(t, c, m)) {
 		t.Errorf("second Pod owners = %v, want controlled by EtcdMember %s", second.OwnerReferences, m.Name)
 	}
+}
+
+// testFenced: spec.fenced stops the member's Pod and starts none while it
+// is set, the PVC kept; Ready says Fenced for the member's generation only
+// once no Pod is left (the cluster controller forces another member only
+// then). Cleared, the member gets a Pod again.
+func testFenced(t *testing.T, c client.Client) {
+	m := newMember(t, c, newNamespace(t, c), "demo-a", nil)
+	setRegistered(t, c, m, m.Generation)
+	first := waitPod(t, c, m, "")
+	setFenced := func(on bool) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := getMember(t, c, m)
+			patch := client.MergeFrom(cur.DeepCopy())
+			cur.Spec.Fenced = on
+			return c.Patch(t.Context(), cur, patch)
+		}); err != nil {
+			t.Fatalf("set spec.fenced=%v: %v", on, err)
+		}
+	}
+	setFenced(true)
+	waitReady(t, c, m, etcdv1.ReasonFenced)
+	if err := c.Get(t.Context(), key(m.Namespace, m.Name), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Ready says Fenced, but the Pod: %v", err)
+	}
+	consistently(t, "no Pod while fenced, the PVC kept", func() error {
+		if err := c.Get(t.Context(), key(m.Namespace, m.Name), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get Pod: want NotFound, got %v", err)
+		}
+		return c.Get(t.Context(), key(m.Namespace, resources.PVCName(m.Name)), &corev1.PersistentVolumeClaim{})
+	})
+	setFenced(false)
+	// The cluster controller stamps Registered for each generation.
+	setRegistered(t, c, m, getMember(t, c, m).Generation)
+	waitPod(t, c, m, first.UID)
 }
 
 // testPVCLost: a member whose recorded PVC is gone has lost its data. It is

@@ -98,14 +98,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// Still observed: a member on its way out whose data is gone says
 		// so (Ready DataLost), which an automatic quorum recovery needs to
 		// know that it holds no write.
-		return kube.Run(ctx, s, r.observe, r.reconcileDelete)
+		return kube.Run(ctx, s, r.observe, r.stopWhenFenced, r.reconcileDelete)
 	}
 	// 1. observe the cluster, the PVC and the Pod; 2. create the PVC;
-	// 3. grow it to the spec's size; 4. stop the Pod of a suspended cluster;
-	// 5. delete a Pod that failed for good; 6. restart a Pod built from an
-	// older spec; 7. create the Pod; 8. keep its serving label (spec.drained);
-	// 9. force the end of a Pod lost with its node.
-	res, err := kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenSuspended, r.replaceFailedPod, r.restartForSpec, r.ensurePod, r.syncServing, r.releaseLostPod)
+	// 3. grow it to the spec's size; 4. stop the Pod of a fenced member
+	// and 5. of a suspended cluster; 6. delete a Pod that failed for good;
+	// 7. restart a Pod built from an older spec; 8. create the Pod; 9. keep
+	// its serving label (spec.drained); 10. force the end of a Pod lost
+	// with its node.
+	res, err := kube.Run(ctx, s, r.observe, r.ensurePVC, r.expandPVC, r.stopWhenFenced, r.stopWhenSuspended, r.replaceFailedPod, r.restartForSpec, r.ensurePod, r.syncServing, r.releaseLostPod)
 	if err == nil && res.IsZero() && s.lostCheck > 0 {
 		// Nothing else wakes us when a terminating Pod's node is gone.
 		res.RequeueAfter = s.lostCheck
@@ -400,7 +401,7 @@ func dataRefused(p *corev1.Pod) string {
 // terminating is waited for (its deletion wakes this controller up).
 func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.member
-	if !s.registered || s.dataLost || s.pod != nil || s.restarting || s.suspended {
+	if !s.registered || s.dataLost || s.pod != nil || s.restarting || s.suspended || m.Spec.Fenced {
 		return ctrl.Result{}, nil
 	}
 	if m.Spec.TLS != nil && m.Status.PodName == "" {
@@ -458,6 +459,23 @@ func (r *Reconciler) syncServing(ctx context.Context, s *scope) (ctrl.Result, er
 	if err := r.Patch(ctx, p, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("label pod %s serving=%s: %w", p.Name, want, err))
 	}
+	return ctrl.Result{}, nil
+}
+
+// stopWhenFenced deletes the Pod of a fenced member (spec.fenced: the
+// cluster controller is about to force another member with
+// --force-new-cluster), a member being deleted included; ensurePod starts
+// none while the member is fenced. The PVC stays.
+func (r *Reconciler) stopWhenFenced(ctx context.Context, s *scope) (ctrl.Result, error) {
+	p := s.pod
+	if !s.member.Spec.Fenced || p == nil || !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Stopping the Pod of a fenced member", "pod", p.Name)
+	if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("delete pod %s of fenced member: %w", p.Name, err)
+	}
+	r.Recorder.Eventf(s.member, p, corev1.EventTypeWarning, "PodFenced", "Fence", "Pod %s stopped: the member is fenced while another member is forced to recover the cluster's quorum; the volume %s keeps the data", p.Name, s.member.Status.PVCName)
 	return ctrl.Result{}, nil
 }
 

@@ -17,6 +17,10 @@ func setReadyCondition(s *scope) {
 		kube.Set(&m.Status.Conditions, m.Generation, etcdv1.ConditionReady, ok, reason, msg)
 	}
 	switch {
+	case m.Spec.Fenced && s.pod == nil:
+		set(false, etcdv1.ReasonFenced, "The member is fenced: its Pod is stopped and stays stopped, its volume kept, while the cluster controller recovers the quorum from another member")
+	case m.Spec.Fenced:
+		set(false, etcdv1.ReasonFencing, fmt.Sprintf("The member is fenced: Pod %s is stopping, and the cluster controller forces no other member until it is gone", s.pod.Name))
 	case s.dataLost && s.podLost:
 		set(false, etcdv1.ReasonPodLost, "The member's Pod is lost with its node and the cluster controller replaces the member: "+s.dataRefused)
 	case s.dataLost && s.dataRefused != "":
