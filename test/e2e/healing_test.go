@@ -221,6 +221,9 @@ func allLostFeature() features.Feature {
 			}
 			waitEventFor(ctx, t, k, key.Namespace, "MembersReleased", "")
 			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
+			// The members left behind were fenced before the survivor was
+			// forced.
+			waitEventFor(ctx, t, k, key.Namespace, "MembersFenced", "")
 			return ctx
 		}).Feature()
 }
@@ -299,6 +302,9 @@ func quorumLossFeature(name string, mutate func(context.Context, *testing.T, *ku
 				t.Errorf("write after the recovery: %v", err)
 			}
 			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
+			// The members left behind were fenced before the survivor was
+			// forced.
+			waitEventFor(ctx, t, k, key.Namespace, "MembersFenced", "")
 			return ctx
 		}).Feature()
 }
