@@ -286,6 +286,10 @@ const (
 	// healthy in time; the rollout touches no other member until the spec
 	// changes again (Degraded True, the message names the member).
 	ReasonRolloutStuck = "RolloutStuck"
+	// ReasonMemberUndecodable (Degraded, Progressing): an EtcdMember of the
+	// cluster cannot be decoded; no membership change, rollout or recovery
+	// runs until it is fixed or deleted.
+	ReasonMemberUndecodable = "MemberUndecodable"
 	// ReasonNameConflict (Degraded): an object under a name the cluster
 	// needs (a Service, the PodDisruptionBudget) is not the cluster's; the
 	// operator leaves it as it is.

@@ -45,6 +45,9 @@ type healEnv struct {
 	// unstoppable names members whose Pod does not stop when fenced (a
 	// node that does not answer).
 	unstoppable map[string]bool
+	// undecodable names members the operator's cache holds as it holds an
+	// object it cannot decode: metadata alone, marked.
+	undecodable map[string]bool
 }
 
 func newHealEnv(t *testing.T, replicas int32) *healEnv {
@@ -72,6 +75,23 @@ func newHealEnv(t *testing.T, replicas int32) *healEnv {
 				}
 			}
 			return c.Delete(ctx, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if ml, ok := list.(*etcdv1.EtcdMemberList); ok {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				for i, m := range ml.Items {
+					if h.undecodable[m.Name] {
+						meta := *m.ObjectMeta.DeepCopy()
+						meta.Annotations = map[string]string{etcdv1.UndecodableAnnotation: "cannot decode " + m.Name}
+						ml.Items[i] = etcdv1.EtcdMember{TypeMeta: m.TypeMeta, ObjectMeta: meta}
+					}
+				}
+			}
+			return nil
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			if _, ok := obj.(*etcdv1.EtcdCluster); ok && h.failClusterStatus {
@@ -965,6 +985,47 @@ func TestFencingWaitsForEveryPod(t *testing.T) {
 				t.Fatalf("forced %v once every other Pod stopped, want [%s]", f, keep)
 			}
 		})
+	}
+}
+
+// TestUndecodableMemberHoldsTheCluster: an EtcdMember the operator cannot
+// decode (marked, its spec unknown) is not taken for a missing member: no
+// other is added in its place, and a lost quorum is not recovered, since
+// it could not be fenced; Degraded and Progressing name it.
+func TestUndecodableMemberHoldsTheCluster(t *testing.T) {
+	apartFromCollector(t)
+	h := newHealEnv(t, 3)
+	h.formed()
+	ms := h.sortedMembers()
+	keep, bad := ms[0].Name, ms[2].Name
+	h.mu.Lock()
+	h.undecodable = map[string]bool{bad: true}
+	h.mu.Unlock()
+	for range 3 {
+		h.pass()
+	}
+	if n := len(h.members()); n != 3 {
+		t.Errorf("%d EtcdMembers, want the 3 there were: none added for the undecodable one", n)
+	}
+	c := h.cluster()
+	if d := condition(c.Status.Conditions, etcdv1.ConditionDegraded); d.Status != metav1.ConditionTrue || d.Reason != etcdv1.ReasonMemberUndecodable || !strings.Contains(d.Message, bad) {
+		t.Errorf("Degraded = %+v, want True MemberUndecodable naming %s", d, bad)
+	}
+	if p := condition(c.Status.Conditions, etcdv1.ConditionProgressing); p.Reason != etcdv1.ReasonMemberUndecodable {
+		t.Errorf("Progressing = %+v, want MemberUndecodable", p)
+	}
+	h.loseQuorum(ms[1].Name, bad)
+	h.annotate(keep)
+	for range 3 {
+		h.pass()
+	}
+	if rs := h.recovery(); rs.Phase != "" {
+		t.Errorf("status.recovery = %+v: a recovery started while a member cannot be decoded", rs)
+	}
+	for _, m := range h.members() {
+		if m.Spec.Fenced || m.Spec.ForceNewCluster {
+			t.Errorf("member %s fenced %v, forced %v while a member cannot be decoded", m.Name, m.Spec.Fenced, m.Spec.ForceNewCluster)
+		}
 	}
 }
 

@@ -75,6 +75,9 @@ type scope struct {
 	// foreign names the objects under names the cluster needs (its
 	// Services, its PDB) that it does not own: they are left as they are.
 	foreign []string
+	// undecodable names the cluster's EtcdMembers the operator cannot
+	// decode (holdForUndecodable).
+	undecodable []string
 
 	// restoreFrom is the snapshot the first member of a cluster restored
 	// from a backup after a lost quorum is made from (restoreFromBackup).
@@ -173,13 +176,13 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 			r.bootstrap, r.observeEtcd, r.undrain, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-		r.restoreFromBackup, r.bootstrap, r.observeEtcd, r.undrain, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
+		r.restoreFromBackup, r.bootstrap, r.observeEtcd, r.undrain, r.holdForUndecodable, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
 		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.finishRecovery, r.maintain, r.healthCheckLater}
 }
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
 	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}, kube.WithUndecodable); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}}
@@ -197,6 +200,10 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		if !metav1.IsControlledBy(m, c) {
 			continue
 		}
+		if etcdv1.Undecodable(m) != "" {
+			s.undecodable = append(s.undecodable, m.Name)
+			continue
+		}
 		s.members = append(s.members, m)
 		s.memberBases[m.Name] = m.DeepCopy()
 	}
@@ -207,6 +214,20 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		return strings.Compare(a.Name, b.Name)
 	})
 	return s, nil
+}
+
+// holdForUndecodable stops the pass while an EtcdMember of the cluster
+// cannot be decoded (a value an older CRD let through; the undecodable
+// controller reports it on the member): the cluster would count one member
+// too few and add another, or recover a lost quorum without fencing it.
+// Nothing changes membership or restarts a member until it is fixed or
+// deleted; Degraded names it.
+func (r *Reconciler) holdForUndecodable(_ context.Context, s *scope) (ctrl.Result, error) {
+	if len(s.undecodable) == 0 {
+		return ctrl.Result{}, nil
+	}
+	s.waiting, s.waitingMsg = etcdv1.ReasonMemberUndecodable, fmt.Sprintf("No membership change, rollout or recovery while EtcdMember %s cannot be decoded (see its Undecodable event): fix it with kubectl edit or delete it", strings.Join(s.undecodable, ", "))
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 }
 
 // patchStatuses writes the cluster's status and that of each member whose
@@ -599,7 +620,9 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		ctrl.LoggerFrom(ctx).Info("etcd does not answer", "error", err.Error())
 		r.reportQuorumLoss(ctx, s)
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Membership changes wait until etcd answers again: %v", err)
-		if s.cluster.Spec.Suspend {
+		if s.cluster.Spec.Suspend || len(s.undecodable) > 0 {
+			// An undecodable member may be one of the voters a recovery
+			// would have to fence: none starts (holdForUndecodable).
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
 		}
 		return r.recoverQuorum(ctx, s)

@@ -218,6 +218,9 @@ func setDegraded(s *scope) {
 		kube.Set(&c.Status.Conditions, c.Generation, etcdv1.ConditionDegraded, ok, reason, msg)
 	}
 	switch {
+	case len(s.undecodable) > 0:
+		set(true, etcdv1.ReasonMemberUndecodable, fmt.Sprintf("EtcdMember %s cannot be decoded by the operator (a value an older CRD accepted; see its Undecodable event): the cluster makes no membership change, rollout or recovery until it is fixed (kubectl edit) or deleted", strings.Join(s.undecodable, ", ")))
+		return
 	case len(s.foreign) > 0:
 		set(true, etcdv1.ReasonNameConflict, fmt.Sprintf("%s already exist and are not this cluster's: the operator leaves them as they are, and clients may not reach the members through them. Delete or rename them, or create the cluster under another name", strings.Join(s.foreign, ", ")))
 		return

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,6 +40,15 @@ func (d decodable) List(ctx context.Context, list client.ObjectList, opts ...cli
 	return d.reader.List(ctx, list, opts...)
 }
 
+// WithUndecodable is a List option of Decodable: the list keeps the
+// objects decoded in part (metadata only, marked), for a controller that
+// must know they exist without acting on their spec.
+var WithUndecodable client.ListOption = withUndecodable{}
+
+type withUndecodable struct{}
+
+func (withUndecodable) ApplyToList(*client.ListOptions) {}
+
 type decodableReader struct{ client.Reader }
 
 func (d decodableReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -51,6 +61,9 @@ func (d decodableReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 func (d decodableReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if err := d.Reader.List(ctx, list, opts...); err != nil {
 		return err
+	}
+	if slices.Contains(opts, WithUndecodable) {
+		return nil
 	}
 	return dropUndecodable(list)
 }
