@@ -1029,6 +1029,29 @@ func TestUndecodableMemberHoldsTheCluster(t *testing.T) {
 	}
 }
 
+// TestPanicInAStatusCallEndsNoPass: the status requests of a pass run in
+// goroutines of their own, where a panic would end the operator for every
+// tenant; one is recovered, the member counts as not answering for that
+// pass, and the next pass sees it healthy again.
+func TestPanicInAStatusCallEndsNoPass(t *testing.T) {
+	apartFromCollector(t)
+	h := newHealEnv(t, 3)
+	h.formed()
+	h.fake().FailNext("Status", etcd.Panic("a bug in a client library"))
+	h.pass()
+	c := h.cluster()
+	if d := condition(c.Status.Conditions, etcdv1.ConditionDegraded); d.Status != metav1.ConditionTrue {
+		t.Errorf("Degraded = %+v after a status call panicked, want True", d)
+	}
+	if a := condition(c.Status.Conditions, etcdv1.ConditionAvailable); a.Status != metav1.ConditionTrue {
+		t.Errorf("Available = %+v: two of three members answered", a)
+	}
+	h.pass()
+	if d := condition(h.cluster().Status.Conditions, etcdv1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v on the next pass, want False", d)
+	}
+}
+
 // TestAutomaticQuorumRecovery: with spec.recovery.quorumLoss Automatic the
 // reachable member with the highest raft index is chosen once the quorum
 // has been lost for quorumLossAfter, and not before, and only when every

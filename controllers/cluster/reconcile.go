@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -640,6 +641,17 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 			continue
 		}
 		wg.Go(func() {
+			// A panic here would end the process, not the pass (the
+			// controller recovers only the reconcile's own goroutine):
+			// the member counts as not answering, and the pass says why.
+			defer func() {
+				if p := recover(); p != nil {
+					ctrl.LoggerFrom(ctx).Error(fmt.Errorf("%v", p), "Panic in a member status call", "member", em.Name, "stack", string(debug.Stack()))
+					mu.Lock()
+					defer mu.Unlock()
+					s.etcdErr = errors.Join(s.etcdErr, fmt.Errorf("status of member %s: panic: %v", em.Name, p))
+				}
+			}()
 			sctx, cancel := context.WithTimeout(tctx, r.Options.StatusTimeout)
 			defer cancel()
 			st, err := cli.Status(sctx, em.ClientURLs[0])

@@ -411,11 +411,23 @@ func (f *Fake) list() []Member {
 	return out
 }
 
-// enter counts the call and pops an injected error; the caller holds no lock.
+// Panic is an error for FailNext that makes the call panic with v
+// instead of returning: a bug in a client library, say.
+func Panic(v any) error { return panicking{v} }
+
+type panicking struct{ v any }
+
+func (p panicking) Error() string { return fmt.Sprintf("panic: %v", p.v) }
+
+// enter counts the call and pops an injected error (or panics, for one
+// made by Panic); the caller holds no lock.
 func (f *Fake) enter(method string) error {
 	f.calls[method]++
 	if errs := f.fail[method]; len(errs) > 0 {
 		f.fail[method] = errs[1:]
+		if p, ok := errs[0].(panicking); ok {
+			panic(p.v)
+		}
 		return errs[0]
 	}
 	return nil
