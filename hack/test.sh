@@ -7,6 +7,14 @@
 # E2E_PARALLEL bounds how many e2e tests run at once (go test -parallel):
 # the tests that need the operator to themselves run first, one at a time,
 # then the others together.
+#
+# Two lanes run side by side once the quick checks pass: the local
+# cluster, the images and the e2e in one (its output in
+# _output/cluster-and-e2e.log, shown once the other lane is done), the
+# release test, unit tests and envtest in the other. The e2e starts with
+# the serial tests, one at a time, which leave a core idle: the other lane
+# takes it. Every phase runs whatever another one did; the run fails if
+# any phase failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p _output
@@ -15,12 +23,13 @@ e2elog=_output/e2e.log
 : > "$timings"
 : > "$e2elog" # a run that stops before the e2e lists no e2e results of an earlier one
 start=$SECONDS
-failed=""
+failures=_output/test-failures
+: > "$failures"
 
 report() {
   {
     echo
-    echo "make test: phases (seconds)"
+    echo "make test: phases (seconds; the two lanes overlap, see hack/test.sh)"
     cat "$timings"
     printf '%-24s %6d\n' "total" $((SECONDS - start))
     if [ -s "$e2elog" ]; then
@@ -32,12 +41,14 @@ report() {
     fi
   } | tee "$timings.tmp"
   mv "$timings.tmp" "$timings"
-  [ -z "$failed" ] || echo "make test: failed in $failed"
+  if [ -s "$failures" ]; then
+    echo "make test: failed in $(paste -sd, "$failures")"
+  fi
 }
 trap report EXIT
 
-# phase NAME CMD...: runs CMD, records how long it took; the first failure
-# ends the run.
+# phase NAME CMD...: runs CMD and records how long it took; a failure is
+# recorded and ends the lane it runs in.
 phase() {
   local name=$1 t0=$SECONDS
   shift
@@ -46,24 +57,38 @@ phase() {
   local rc=$?
   printf '%-24s %6d%s\n' "$name" $((SECONDS - t0)) "$([ $rc = 0 ] || echo "  FAILED (exit $rc)")" >> "$timings"
   if [ $rc != 0 ]; then
-    failed=$name
+    echo "$name" >> "$failures"
     exit $rc
   fi
 }
 
 make=(make --no-print-directory)
+# The quick checks, and what both lanes need.
 phase generated "${make[@]}" verify-generated
 phase vet "${make[@]}" vet
 phase rules "${make[@]}" rules
 phase helm "${make[@]}" helm
-phase release-test "${make[@]}" release-test
-phase envtest-assets "${make[@]}" envtest-assets
 phase s3-server "${make[@]}" s3-server
-phase unit+envtest env RAFTSMAN_VERSITYGW="$(bash hack/s3/versitygw.sh build)" \
-  KUBEBUILDER_ASSETS="$PWD/_output/envtest" go test -count=1 -timeout 15m ./...
-phase cluster-up "${make[@]}" cluster-up
-phase images "${make[@]}" images
-phase cert-manager-up "${make[@]}" cert-manager-up
-: > "$e2elog"
-phase e2e bash -c 'set -o pipefail; KUBECONFIG="$PWD/_output/cluster/kubeconfig" go test -count=1 -tags e2e -timeout 50m \
-  -parallel "${E2E_PARALLEL:-4}" -v ./test/e2e/... 2>&1 | tee "$0"' "$e2elog"
+phase envtest-assets "${make[@]}" envtest-assets
+
+lanelog=_output/cluster-and-e2e.log
+(
+  phase cluster-up "${make[@]}" cluster-up
+  phase images "${make[@]}" images
+  phase cert-manager-up "${make[@]}" cert-manager-up
+  phase e2e bash -c 'set -o pipefail; KUBECONFIG="$PWD/_output/cluster/kubeconfig" go test -count=1 -tags e2e -timeout 50m \
+    -parallel "${E2E_PARALLEL:-4}" -v ./test/e2e/... 2>&1 | tee "$0"' "$e2elog"
+) > "$lanelog" 2>&1 &
+e2elane=$!
+echo "=== cluster, images and e2e run beside the next phases; their output: $lanelog"
+
+(
+  phase release-test "${make[@]}" release-test
+  phase unit+envtest env RAFTSMAN_VERSITYGW="$(bash hack/s3/versitygw.sh build)" \
+    KUBEBUILDER_ASSETS="$PWD/_output/envtest" go test -count=1 -timeout 15m ./...
+)
+
+echo "=== cluster, images and e2e (from $lanelog)"
+tail -n +1 -f --pid="$e2elane" "$lanelog"
+wait "$e2elane"
+[ ! -s "$failures" ]
