@@ -262,8 +262,15 @@ func TestTrafficAgainstEtcd(t *testing.T) {
 			}
 			// Without the watch's help porcupine has to place the
 			// indeterminate writes itself.
-			if alone := Check(h, fin, CheckConfig{Timeout: 10 * time.Second}); alone.Linearizable != Linearizable {
+			// Placing them can take the checker longer than its bound on a
+			// loaded machine (each may have taken effect or not): Unknown
+			// is then no finding. A violation is.
+			switch alone := Check(h, fin, CheckConfig{Timeout: 10 * time.Second}); alone.Linearizable {
+			case Linearizable:
+			case NotLinearizable:
 				t.Errorf("without the watch: %s", alone)
+			default:
+				t.Logf("without the watch the check did not end within its bound (no finding): %s", alone)
 			}
 		})
 	}
