@@ -199,6 +199,7 @@ func createNamespace(ctx context.Context, cfg *envconf.Config, t *testing.T) (co
 	}
 	name := "e2e-" + utilrand.String(6)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		testNamespaceLabel:                   "true",
 		"pod-security.kubernetes.io/enforce": "restricted",
 	}}}
 	if err := k.c.Create(ctx, ns); err != nil {
@@ -207,6 +208,10 @@ func createNamespace(ctx context.Context, cfg *envconf.Config, t *testing.T) (co
 	t.Logf("namespace %s", name)
 	return context.WithValue(ctx, nsKey{}, name), nil
 }
+
+// testNamespaceLabel marks the namespaces the tests make, so that a run
+// deletes those a killed one left behind.
+const testNamespaceLabel = "e2e.raftsman.io/test-namespace"
 
 func deleteNamespace(ctx context.Context, cfg *envconf.Config, t *testing.T) (context.Context, error) {
 	k, err := newKube(cfg)
