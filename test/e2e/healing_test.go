@@ -221,9 +221,6 @@ func allLostFeature() features.Feature {
 			}
 			waitEventFor(ctx, t, k, key.Namespace, "MembersReleased", "")
 			waitEventFor(ctx, t, k, key.Namespace, "QuorumRecovered", "")
-			// The members left behind were fenced before the survivor was
-			// forced.
-			waitEventFor(ctx, t, k, key.Namespace, "MembersFenced", "")
 			return ctx
 		}).Feature()
 }
