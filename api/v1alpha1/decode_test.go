@@ -35,7 +35,7 @@ func TestUndecodableObjectsDecodeWithTheirMetadata(t *testing.T) {
 		if len(l.Items) != 2 {
 			t.Fatalf("%d items, want 2", len(l.Items))
 		}
-		if why := Undecodable(&l.Items[0]); why != "" || l.Items[0].Spec.Resources.Requests.Cpu().String() != "1" {
+		if why := Undecodable(&l.Items[0]); why != "" || l.Items[0].Spec.Resources.Requests["cpu"] != "1" {
 			t.Errorf("the good item: undecodable %q, spec %+v", why, l.Items[0].Spec)
 		}
 		b := l.Items[1]

@@ -1,6 +1,10 @@
 package v1alpha1
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,27 +169,73 @@ const (
 // ResourceRequirements are the etcd container's requests and limits:
 // corev1.ResourceRequirements without claims (member Pods declare no
 // resource claims), at most 8 resources each, of the names a container
-// may ask for. The quantities themselves are checked by the API server's
-// quantity pattern; one it would refuse in a Pod (a request above its
-// limit) is found by the member controller's dry run before any Pod goes,
-// and reported (PodRejected). A rule comparing them here would exceed the
-// CRD's validation cost budget.
+// may ask for. Each quantity is checked by a bounded pattern that only
+// text Go decodes matches (Quantity); one the API server would refuse in a
+// Pod (a request above its limit) is found by the member controller's dry
+// run before any Pod goes, and reported (PodRejected): a rule comparing
+// them here would exceed the CRD's validation cost budget.
 type ResourceRequirements struct {
 	// Limits of the etcd container.
 	// +kubebuilder:validation:MaxProperties=8
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || (k.contains('/') && !k.startsWith('kubernetes.io/') && !k.startsWith('requests.')))",message="spec.resources.limits may name cpu, memory, ephemeral-storage, hugepages-<size> and extended resources <domain>/<name>"
 	// +optional
-	Limits corev1.ResourceList `json:"limits,omitempty"`
+	Limits ResourceList `json:"limits,omitempty"`
 	// Requests of the etcd container.
 	// +kubebuilder:validation:MaxProperties=8
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || (k.contains('/') && !k.startsWith('kubernetes.io/') && !k.startsWith('requests.')))",message="spec.resources.requests may name cpu, memory, ephemeral-storage, hugepages-<size> and extended resources <domain>/<name>"
 	// +optional
-	Requests corev1.ResourceList `json:"requests,omitempty"`
+	Requests ResourceList `json:"requests,omitempty"`
+}
+
+// ResourceList is a set of resource quantities by name.
+type ResourceList map[corev1.ResourceName]Quantity
+
+// Quantity is a resource quantity like 500m, 1Gi or 2, as text or a whole
+// number. Text is checked at admission by a bounded pattern, before
+// anything parses it: at most 24 characters, digits, an optional fraction,
+// then a unit or an exponent of at most 2 digits, not negative. The API
+// server's own quantity pattern lets through text Go cannot decode
+// ("1e1.5") or costs seconds to parse ("1e-4000000"). Decoding fails on a
+// value Go cannot parse (one stored before this rule), which makes the
+// object undecodable: reported, and left alone (see the README).
+// +kubebuilder:validation:XIntOrString
+// +kubebuilder:validation:Type=""
+// +kubebuilder:validation:MaxLength=24
+// +kubebuilder:validation:Pattern=`^[0-9]{1,18}([.][0-9]{1,9})?([KMGTPE]i|[numkMGTPE]|[eE][0-9]{1,2})?$`
+type Quantity string
+
+// UnmarshalJSON reads a quantity written as text or as a number, and fails
+// on one Go cannot parse.
+func (q *Quantity) UnmarshalJSON(b []byte) error {
+	text := strings.TrimSpace(string(b))
+	if strings.HasPrefix(text, `"`) {
+		if err := json.Unmarshal(b, &text); err != nil {
+			return err
+		}
+	}
+	if _, err := resource.ParseQuantity(text); err != nil {
+		return fmt.Errorf("resource quantity %q: %w", text, err)
+	}
+	*q = Quantity(text)
+	return nil
+}
+
+// Core is l as the Kubernetes type; nil when empty.
+func (l ResourceList) Core() corev1.ResourceList {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make(corev1.ResourceList, len(l))
+	for k, v := range l {
+		// Decoding checked that it parses.
+		out[k] = resource.MustParse(string(v))
+	}
+	return out
 }
 
 // Core is r as the Kubernetes type.
 func (r ResourceRequirements) Core() corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{Limits: r.Limits.DeepCopy(), Requests: r.Requests.DeepCopy()}
+	return corev1.ResourceRequirements{Limits: r.Limits.Core(), Requests: r.Requests.Core()}
 }
 
 // StorageSpec is the storage of each member.

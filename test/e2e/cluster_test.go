@@ -38,7 +38,7 @@ func newCluster(ns, name string, replicas int32) *etcdv1.EtcdCluster {
 			// Many clusters run at once on the test node: at the default
 			// request (100m) the scheduler would fit fewer than 20 members
 			// on its 2 cores, whatever they use.
-			Resources: etcdv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(testCPURequest)}},
+			Resources: etcdv1.ResourceRequirements{Requests: etcdv1.ResourceList{corev1.ResourceCPU: testCPURequest}},
 		},
 	}
 }

@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -16,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,7 +70,7 @@ func init() {
 			e.roll("upgrade to "+etcdNextVersion, setVersion(etcdNextVersion), hasVersion(etcdNextVersion))
 			e.roll("downgrade to "+etcdVersion, setVersion(etcdVersion), hasVersion(etcdVersion))
 			e.roll("new resources", func(s *etcdv1.EtcdClusterSpec) {
-				s.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("160Mi")}
+				s.Resources.Requests = etcdv1.ResourceList{corev1.ResourceCPU: "20m", corev1.ResourceMemory: "160Mi"}
 			}, func(_ *etcdv1.EtcdCluster, pods []corev1.Pod) error {
 				for _, p := range pods {
 					if got := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; got.String() != "20m" {
@@ -220,12 +220,12 @@ func (e *faultEnv) rejectedThenReverted() {
 	}
 	previous := c.Spec.Resources.DeepCopy()
 	e.patchSpec(func(s *etcdv1.EtcdClusterSpec) {
-		s.Resources.Requests = s.Resources.Requests.DeepCopy()
+		s.Resources.Requests = maps.Clone(s.Resources.Requests)
 		if s.Resources.Requests == nil {
-			s.Resources.Requests = corev1.ResourceList{}
+			s.Resources.Requests = etcdv1.ResourceList{}
 		}
-		s.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
-		s.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+		s.Resources.Requests[corev1.ResourceCPU] = "200m"
+		s.Resources.Limits = etcdv1.ResourceList{corev1.ResourceCPU: "100m"}
 	})
 	e.faults++
 	waitFor(e.ctx, e.t, rollBound, "Degraded PodRejected", func() (bool, error) {
