@@ -115,6 +115,59 @@ var Owners = map[string]map[string]string{
 	},
 }
 
+// StatusFields maps each status field (by its JSON name) to the controller
+// that writes it, per kind; the conditions are shared out by Owners. Each
+// controller applies only its own fields and conditions, by server-side
+// apply with the field manager FieldManager(controller), so no two
+// controllers ever write the same field and none overwrites another's.
+// A status field or condition type missing here is refused when it is
+// written (kube.ApplyStatus), so a new one cannot go unowned.
+//
+// The one kind two controllers write the status of is EtcdMember: the
+// cluster controller applies what etcd says of the member (memberID, role,
+// Registered), the member controller what its Pod and PVC say.
+var StatusFields = map[string]map[string]string{
+	"EtcdCluster": {
+		"observedGeneration": "cluster",
+		"replicas":           "cluster",
+		"readyReplicas":      "cluster",
+		"selector":           "cluster",
+		"clusterID":          "cluster",
+		"version":            "cluster",
+		"members":            "cluster",
+		"recovery":           "cluster",
+		"alarms":             "cluster",
+		"rollout":            "cluster",
+		"maintenance":        "cluster",
+		"tls":                "tls",
+		"auth":               "tls",
+		"backup":             "backup",
+		"restore":            "backup",
+	},
+	"EtcdMember": {
+		"memberID": "cluster",
+		"role":     "cluster",
+		"podName":  "member",
+		"pvcName":  "member",
+	},
+	"EtcdBackup": {
+		"key":            "backup",
+		"uri":            "backup",
+		"size":           "backup",
+		"sha256":         "backup",
+		"revision":       "backup",
+		"member":         "backup",
+		"etcdVersion":    "backup",
+		"startTime":      "backup",
+		"completionTime": "backup",
+	},
+}
+
+// FieldManager is the field manager a controller applies status with.
+func FieldManager(controller string) string {
+	return "raftsman-" + controller
+}
+
 // Reasons of the conditions the backup controller owns.
 const (
 	// ReasonNotSuspended: spec.suspend is false (Suspended False).

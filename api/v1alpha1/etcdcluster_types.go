@@ -683,10 +683,11 @@ type RecoveryStatus struct {
 	// +optional
 	ReplacedClusterID string `json:"replacedClusterID,omitempty"`
 	// Revision and RaftIndex that member held when it was chosen, or the
-	// revision of the backup.
+	// revision of the backup. RaftIndex is etcd's uint64 as the int64
+	// JSON and the API server hold (an index past 2^63 is not reached).
 	Revision int64 `json:"revision"`
 	// +optional
-	RaftIndex uint64 `json:"raftIndex,omitempty"`
+	RaftIndex int64 `json:"raftIndex,omitempty"`
 	// Automatic: chosen by the operator (spec.recovery.quorumLoss
 	// Automatic), else named by the annotation.
 	// +optional

@@ -48,6 +48,10 @@ type Reconciler struct {
 	Options  Options
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// written: this controller's last status writes, so that a pass never
+	// decides from a cached copy older than them.
+	written kube.Written
 }
 
 // BackupReconciler runs EtcdBackups.
@@ -56,12 +60,14 @@ type BackupReconciler struct {
 	Recorder events.EventRecorder
 	Options  Options
 	Now      func() time.Time
+
+	written kube.Written
 }
 
 // RBAC in raftsman-manager (namespaced kinds where clusters live): the
-// cluster's conditions this controller owns by a status patch; EtcdBackups
-// created by schedules and suspend, their finalizer added (update) and
-// removed (patch), expired ones deleted; agent Pods created and deleted
+// cluster's conditions and fields this controller owns by server-side apply
+// of its status; EtcdBackups created by schedules and suspend, their
+// finalizer added and removed (patch), expired ones deleted; agent Pods created and deleted
 // (finalizers: they are owned by their backup, blockOwnerDeletion); PVCs
 // read for the storage condition.
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch

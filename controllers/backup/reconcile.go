@@ -33,6 +33,11 @@ type scope struct {
 	restore restoreFacts
 }
 
+// cacheLag is how soon a pass that found the cache behind this controller's
+// own last status write runs again, should that write's watch event not
+// bring it back first.
+const cacheLag = time.Second
+
 // Reconcile keeps a cluster's Suspended, StorageReady, BackupReady and
 // RestoreReady conditions, and does what they stand for.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -44,13 +49,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// Snapshots outlive their cluster: nothing to clean up.
 		return ctrl.Result{}, nil
 	}
+	if r.written.Behind(c) {
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
+	}
 	s, err := r.newScope(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	defer func() {
 		setStatus(s)
-		retErr = errors.Join(retErr, kube.PatchStatus(ctx, r.Client, s.base, c))
+		rv, err := kube.ApplyStatus(ctx, r.Client, ControllerName, s.base, c)
+		if rv != "" {
+			r.written.Record(c, rv)
+		}
+		retErr = errors.Join(retErr, err)
 	}()
 	// Each concern stands on its own, so all run and the soonest requeue
 	// wins: 1. suspend; 2. volume sizes; 3. scheduled backups and their

@@ -45,10 +45,11 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, b)
 	}
-	if controllerutil.AddFinalizer(b, etcdv1.BackupFinalizer) {
-		if err := r.Update(ctx, b); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
+	if r.written.Behind(b) {
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
+	}
+	if err := kube.AddFinalizer(ctx, r.Client, ControllerName, b, etcdv1.BackupFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	s := &runScope{backup: b, base: b.DeepCopy(), now: now(r.Now)}
 	if finished(b) {
@@ -57,7 +58,11 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	res, err := kube.Run(ctx, s, r.observe, r.startSnapshot, r.collect)
 	setBackupConditions(s)
-	return res, errors.Join(err, kube.PatchStatus(ctx, r.Client, s.base, b))
+	rv, applyErr := kube.ApplyStatus(ctx, r.Client, ControllerName, s.base, b)
+	if rv != "" {
+		r.written.Record(b, rv)
+	}
+	return res, errors.Join(err, applyErr)
 }
 
 func finished(b *etcdv1.EtcdBackup) bool {

@@ -107,6 +107,10 @@ type Reconciler struct {
 	// Long runs the etcd calls that may take minutes beside the workers
 	// (nil: in the reconcile, for unit tests that count passes).
 	Long *LongCalls
+
+	// written: this controller's last writes, so that a pass never
+	// decides from a cached copy older than them.
+	written kube.Written
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live): the

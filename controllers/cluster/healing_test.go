@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -93,11 +95,11 @@ func newHealEnv(t *testing.T, replicas int32) *healEnv {
 			}
 			return nil
 		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			if _, ok := obj.(*etcdv1.EtcdCluster); ok && h.failClusterStatus {
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			if appliedKind(obj) == "EtcdCluster" && h.failClusterStatus {
 				return fmt.Errorf("operator killed before the status write")
 			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
 		},
 	})
 	return h
@@ -1121,7 +1123,7 @@ func TestAutomaticQuorumRecovery(t *testing.T) {
 			}
 			want := reachable[tt.wantFrom]
 			rs := h.recovery()
-			if rs.Phase != etcdv1.RecoveryForcing || rs.Member != want || !rs.Automatic || rs.RaftIndex != tt.indexes[tt.wantFrom] {
+			if rs.Phase != etcdv1.RecoveryForcing || rs.Member != want || !rs.Automatic || uint64(rs.RaftIndex) != tt.indexes[tt.wantFrom] {
 				t.Fatalf("status.recovery = %+v, want Forcing from %s (raft index %d), automatic", rs, want, tt.indexes[tt.wantFrom])
 			}
 			if f := h.forcedMembers(); len(f) != 0 {
@@ -1173,4 +1175,17 @@ func TestManualRecoveryFromAMemberBehind(t *testing.T) {
 		t.Fatalf("status.recovery = %+v, want Forcing from %s once confirmed", rs, behind)
 	}
 	h.fenceThenForce(behind)
+}
+
+// appliedKind is the kind an apply configuration writes.
+func appliedKind(obj runtime.ApplyConfiguration) string {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return ""
+	}
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return ""
+	}
+	return tm.Kind
 }

@@ -152,9 +152,7 @@ func (r *Reconciler) setDrained(ctx context.Context, s *scope, m *etcdv1.EtcdMem
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return fmt.Errorf("set spec.drained of %s to %t: %w", m.Name, drained, err)
 	}
-	if base, ok := s.memberBases[m.Name]; ok {
-		base.ResourceVersion, base.Generation, base.Spec.Drained = m.ResourceVersion, m.Generation, drained
-	}
+	s.wrote(m)
 	return nil
 }
 

@@ -269,11 +269,12 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 		// itself cannot be repeated), and the Pod starts only once the
 		// member is Registered, after the add.
 		if ic := s.initialCluster(m.Name, m.Spec.PeerURL); ic != m.Spec.InitialCluster {
+			patch := client.MergeFrom(m.DeepCopy())
 			m.Spec.InitialCluster = ic
-			if err := r.Update(ctx, m); err != nil {
+			if err := r.Patch(ctx, m, patch); err != nil {
 				return ctrl.Result{}, fmt.Errorf("record the initial cluster of %s: %w", m.Name, err)
 			}
-			s.rebase(m)
+			s.wrote(m)
 		}
 		ctrl.LoggerFrom(ctx).Info("Adding learner", "member", m.Name, "peerURL", m.Spec.PeerURL, "initialCluster", m.Spec.InitialCluster)
 		failpoint.Hit(failpoint.BeforeMemberAdd)

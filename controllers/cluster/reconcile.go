@@ -28,9 +28,10 @@ import (
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
-// conflictRetry is how soon a reconcile whose status write lost a race with
-// another controller runs again.
-const conflictRetry = 10 * time.Millisecond
+// cacheLag is how soon a pass that found the cache behind this controller's
+// own last write runs again, should that write's watch event not bring it
+// back first.
+const cacheLag = time.Second
 
 // scope is what one reconcile of a cluster learns and decides.
 type scope struct {
@@ -99,9 +100,12 @@ type scope struct {
 	defragging string
 
 	// afterWrite runs once this pass's status is written: events that
-	// report what the status records, so that a pass whose write is lost
+	// report what the status records, so that a pass whose write failed
 	// (and is done again) does not report it twice.
 	afterWrite []func()
+
+	// written records the writes of this pass (Reconciler.written).
+	written *kube.Written
 }
 
 // Reconcile drives an EtcdCluster towards its spec.
@@ -120,28 +124,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)
 	}
-	if controllerutil.AddFinalizer(c, etcdv1.ClusterFinalizer) {
-		if err := r.Update(ctx, c); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
+	if r.written.Behind(c) {
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
+	}
+	if err := kube.AddFinalizer(ctx, r.Client, ControllerName, c, etcdv1.ClusterFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	s, err := r.newScope(ctx, c)
-	if err != nil {
-		return ctrl.Result{}, err
+	if err != nil || s == nil {
+		return ctrl.Result{RequeueAfter: cacheLag}, err
 	}
 	defer func() {
 		setStatus(s)
-		err := r.patchStatuses(ctx, s)
+		err := r.applyStatuses(ctx, s)
 		if err == nil {
 			for _, f := range s.afterWrite {
 				f()
 			}
-		}
-		if apierrors.IsConflict(err) && retErr == nil {
-			// Another controller wrote a member's status meanwhile; what
-			// this pass learnt is found again from etcd on the next one.
-			res = ctrl.Result{RequeueAfter: conflictRetry}
-			return
 		}
 		retErr = errors.Join(retErr, err)
 	}()
@@ -186,7 +185,7 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}, kube.WithUndecodable); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
-	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}}
+	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}, written: &r.written}
 	if c.Spec.Suspend {
 		// Once True, Suspended stays True while spec.suspend does (the
 		// backup controller restamps it for later generations).
@@ -204,6 +203,11 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		if etcdv1.Undecodable(m) != "" {
 			s.undecodable = append(s.undecodable, m.Name)
 			continue
+		}
+		if r.written.Behind(m) {
+			// The cache has not seen this controller's last write to the
+			// member yet: its event brings the cluster back.
+			return nil, nil
 		}
 		s.members = append(s.members, m)
 		s.memberBases[m.Name] = m.DeepCopy()
@@ -233,15 +237,22 @@ func (r *Reconciler) holdForUndecodable(_ context.Context, s *scope) (ctrl.Resul
 
 // patchStatuses writes the cluster's status and that of each member whose
 // status this reconcile changed.
-func (r *Reconciler) patchStatuses(ctx context.Context, s *scope) error {
+func (r *Reconciler) applyStatuses(ctx context.Context, s *scope) error {
 	var errs []error
 	for _, m := range s.members {
 		if base, ok := s.memberBases[m.Name]; ok {
-			errs = append(errs, kube.PatchStatus(ctx, r.Client, base, m))
+			rv, err := kube.ApplyStatus(ctx, r.Client, ControllerName, base, m)
+			errs = append(errs, client.IgnoreNotFound(err))
+			if rv != "" {
+				r.written.Record(m, rv)
+			}
 		}
 	}
-	errs = append(errs, kube.PatchStatus(ctx, r.Client, s.base, s.cluster))
-	return errors.Join(errs...)
+	rv, err := kube.ApplyStatus(ctx, r.Client, ControllerName, s.base, s.cluster)
+	if rv != "" {
+		r.written.Record(s.cluster, rv)
+	}
+	return errors.Join(append(errs, err)...)
 }
 
 // createOwned creates obj owned by the cluster; one that exists is fine

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/internal/testenv"
 	"github.com/raftsman/raftsman/pkg/etcd"
 )
 
@@ -54,15 +55,18 @@ func testScheme(t *testing.T) *runtime.Scheme {
 
 func newEnv(t *testing.T, replicas int32, funcs interceptor.Funcs) *env {
 	t.Helper()
+	// The finalizer is there from the start: the fake client's apply of
+	// it conflicts with its own typed defaults (the API server's does not;
+	// envtest adds it for real).
 	c := &etcdv1.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: "uid-1", Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: "uid-1", Generation: 1, Finalizers: []string{etcdv1.ClusterFinalizer}},
 		Spec:       etcdv1.EtcdClusterSpec{Replicas: ptr.To(replicas), Version: "3.6.16", TLS: etcdv1.TLSSpec{Disabled: true}},
 		// The tls controller's part of the contract.
 		Status: etcdv1.EtcdClusterStatus{Conditions: []metav1.Condition{{
 			Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonTLSDisabled, ObservedGeneration: 1,
 		}}},
 	}
-	cl := fake.NewClientBuilder().WithScheme(testScheme(t)).
+	cl := fake.NewClientBuilder().WithTypeConverters(testenv.TypeConverters(t)...).WithScheme(testScheme(t)).
 		WithObjects(c).
 		WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdMember{}).
 		WithInterceptorFuncs(funcs).
@@ -362,11 +366,11 @@ func TestCrashAfterMemberAddIsAdoptedNotRepeated(t *testing.T) {
 	// The status write after MemberAddAsLearner fails, as if the operator
 	// died between the etcd call and recording it.
 	failStatus := false
-	e := newEnv(t, 1, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	e := newEnv(t, 1, interceptor.Funcs{SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 		if failStatus {
 			return errors.New("operator killed")
 		}
-		return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		return c.SubResource(sub).Apply(ctx, obj, opts...)
 	}})
 	e.formed()
 	e.setReplicas(2)
@@ -596,6 +600,14 @@ func TestIdleClusterWritesNothing(t *testing.T) {
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			count()
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			count()
+			return c.Apply(ctx, obj, opts...)
+		},
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			count()
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
 		},
 	})
 	e.formed()

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -79,7 +78,7 @@ func (r *Reconciler) recoverQuorum(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	// 1. The intent, stored before anything is forced.
 	c.Status.Recovery = &etcdv1.RecoveryStatus{
-		Phase: etcdv1.RecoveryForcing, Member: name, Revision: st.Revision, RaftIndex: st.RaftIndex, Automatic: src.automatic,
+		Phase: etcdv1.RecoveryForcing, Member: name, Revision: st.Revision, RaftIndex: int64(st.RaftIndex), Automatic: src.automatic,
 		StartedAt: metav1.Now(),
 		Message:   fmt.Sprintf("Restarting member %s alone from its own data (raft index %d, revision %d) with --force-new-cluster", name, st.RaftIndex, st.Revision),
 	}
@@ -383,7 +382,7 @@ func (r *Reconciler) fenceOthers(ctx context.Context, s *scope, m *etcdv1.EtcdMe
 			if err := r.Patch(ctx, o, patch); err != nil {
 				return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("fence member %s: %w", o.Name, err))
 			}
-			s.rebase(o)
+			s.wrote(o)
 			fenced = append(fenced, o.Name)
 		}
 		if ready := meta.FindStatusCondition(o.Status.Conditions, etcdv1.ConditionReady); ready == nil || ready.Reason != etcdv1.ReasonFenced || ready.ObservedGeneration != o.Generation {
@@ -413,7 +412,7 @@ func (r *Reconciler) unfence(ctx context.Context, s *scope) error {
 		if err := r.Patch(ctx, o, patch); err != nil {
 			return client.IgnoreNotFound(fmt.Errorf("unfence member %s: %w", o.Name, err))
 		}
-		s.rebase(o)
+		s.wrote(o)
 		ctrl.LoggerFrom(ctx).Info("Unfenced member", "member", o.Name)
 	}
 	return nil
@@ -426,7 +425,7 @@ func (r *Reconciler) setForce(ctx context.Context, s *scope, m *etcdv1.EtcdMembe
 	if err := r.Patch(ctx, m, patch); err != nil {
 		return fmt.Errorf("set forceNewCluster=%v on member %s: %w", on, m.Name, err)
 	}
-	s.rebase(m)
+	s.wrote(m)
 	ctrl.LoggerFrom(ctx).Info("Set forceNewCluster", "member", m.Name, "on", on)
 	return nil
 }
@@ -509,7 +508,7 @@ func (r *Reconciler) dropRecoverAnnotation(ctx context.Context, s *scope) error 
 		return fmt.Errorf("remove the %s annotation: %w", etcdv1.RecoverQuorumAnnotation, err)
 	}
 	c.Annotations, c.ResourceVersion = cp.Annotations, cp.ResourceVersion
-	s.base.Annotations, s.base.ResourceVersion = maps.Clone(cp.Annotations), cp.ResourceVersion
+	s.wrote(c)
 	return nil
 }
 
@@ -526,7 +525,7 @@ func (r *Reconciler) keepVolumeOfLost(ctx context.Context, s *scope, m *etcdv1.E
 		if err := r.Patch(ctx, m, patch); err != nil {
 			return false, fmt.Errorf("keep the volume of member %s: %w", m.Name, err)
 		}
-		s.rebase(m)
+		s.wrote(m)
 		return false, nil
 	}
 	return kube.IsTrue(m.Status.Conditions, etcdv1.ConditionVolumeRetained, m.Generation), nil
@@ -715,7 +714,7 @@ func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	waiting, err := r.retainVolumes(ctx, c, s.members)
 	for _, m := range s.members {
-		s.rebase(m)
+		s.wrote(m)
 	}
 	if err != nil {
 		return ctrl.Result{}, err

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -513,6 +512,9 @@ func (r *Reconciler) moveLeaderFrom(ctx context.Context, s *scope, m *etcdv1.Etc
 // removes the stamp once the member is settled again.
 func (r *Reconciler) updateMember(ctx context.Context, s *scope, m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec, ro *etcdv1.RolloutStatus, updated, total int) (ctrl.Result, error) {
 	from := m.Spec.Version
+	// The cluster controller alone writes a member's spec: a patch
+	// without a lock cannot undo another's write.
+	patch := client.MergeFrom(m.DeepCopy())
 	applyRolling(&m.Spec, want)
 	now := time.Now()
 	if m.Annotations == nil {
@@ -520,10 +522,10 @@ func (r *Reconciler) updateMember(ctx context.Context, s *scope, m *etcdv1.EtcdM
 	}
 	m.Annotations[etcdv1.UpdateStartedAnnotation] = now.UTC().Format(time.RFC3339)
 	ctrl.LoggerFrom(ctx).Info("Updating member", "member", m.Name, "from", from, "to", m.Spec.Version, "hash", resources.PodSpecHash(m))
-	if err := r.Update(ctx, m); err != nil {
+	if err := r.Patch(ctx, m, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update member %s: %w", m.Name, err)
 	}
-	s.rebase(m)
+	s.wrote(m)
 	ro.Member, ro.Since = m.Name, &metav1.Time{Time: now}
 	s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d)", m.Name, updated+1, total)
 	if from != m.Spec.Version {
@@ -539,17 +541,14 @@ func (r *Reconciler) finishUpdate(ctx context.Context, s *scope, m *etcdv1.EtcdM
 	if err := r.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("finish the update of member %s: %w", m.Name, err)
 	}
-	s.rebase(m)
+	s.wrote(m)
 	return nil
 }
 
-// rebase makes the status base of m follow a write of its object: a status
-// written from the old base would fail its optimistic lock.
-func (s *scope) rebase(m *etcdv1.EtcdMember) {
-	if base, ok := s.memberBases[m.Name]; ok {
-		base.Spec, base.Annotations = *m.Spec.DeepCopy(), maps.Clone(m.Annotations)
-		base.Generation, base.ResourceVersion = m.Generation, m.ResourceVersion
-	}
+// wrote records a write of obj this pass made, so that the next pass does
+// not decide from a cached copy that has not seen it.
+func (s *scope) wrote(obj client.Object) {
+	s.written.Record(obj, "")
 }
 
 // updateStarted is when the rollout gave m its spec, if an update of m is

@@ -55,11 +55,7 @@ func (r *Reconciler) syncStorage(ctx context.Context, s *scope) (ctrl.Result, er
 		if err := r.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("grow the volume of member %s: %w", m.Name, err)
 		}
-		// The patch changed the generation; a status written from the old
-		// base would fail its optimistic lock, so the base follows.
-		if base, ok := s.memberBases[m.Name]; ok {
-			base.Spec, base.Generation, base.ResourceVersion = m.Spec, m.Generation, m.ResourceVersion
-		}
+		s.wrote(m)
 	}
 	return ctrl.Result{}, nil
 }

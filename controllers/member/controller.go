@@ -38,6 +38,10 @@ type Reconciler struct {
 	// node never confirms the Pod's end, and a Pod bound to a local volume
 	// on that node could not start elsewhere anyway. Zero turns it off.
 	LostPodTimeout time.Duration
+
+	// written: this controller's last status writes, so that a pass never
+	// decides from a cached copy older than them.
+	written kube.Written
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live):

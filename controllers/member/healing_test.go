@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/internal/testenv"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
@@ -90,7 +91,7 @@ func newUnitEnv(t *testing.T, m *etcdv1.EtcdMember, objs ...client.Object) *unit
 	}
 	cluster := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", Generation: 1}, Spec: etcdv1.EtcdClusterSpec{TLS: etcdv1.TLSSpec{Disabled: true}}}
 	e := &unitEnv{t: t, m: m, rec: events.NewFakeRecorder(100)}
-	e.c = fake.NewClientBuilder().WithScheme(s).
+	e.c = fake.NewClientBuilder().WithTypeConverters(testenv.TypeConverters(t)...).WithScheme(s).
 		WithObjects(append(objs, cluster, m)...).
 		WithStatusSubresource(&etcdv1.EtcdMember{}, &etcdv1.EtcdCluster{}).
 		WithInterceptorFuncs(interceptor.Funcs{
@@ -106,11 +107,11 @@ func newUnitEnv(t *testing.T, m *etcdv1.EtcdMember, objs ...client.Object) *unit
 				}
 				return c.Delete(ctx, obj, opts...)
 			},
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 				if e.failStatus {
 					return errors.New("operator killed before the status write")
 				}
-				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+				return c.SubResource(sub).Apply(ctx, obj, opts...)
 			},
 		}).
 		Build()

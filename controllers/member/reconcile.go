@@ -20,9 +20,10 @@ import (
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
-// conflictRetry is how soon a reconcile whose status write lost a race with
-// the cluster controller runs again.
-const conflictRetry = 10 * time.Millisecond
+// cacheLag is how soon a pass that found the cache behind this controller's
+// own last status write runs again, should that write's watch event not
+// bring it back first.
+const cacheLag = time.Second
 
 // scope is what one reconcile of a member learns.
 type scope struct {
@@ -76,18 +77,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.written.Behind(m) {
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
+	}
 	s := &scope{member: m, base: m.DeepCopy(), registered: kube.IsTrue(m.Status.Conditions, etcdv1.ConditionRegistered, m.Generation)}
 	defer func() {
 		setReadyCondition(s)
 		setServingCondition(s)
 		setVolumeRetainedCondition(s)
-		err := kube.PatchStatus(ctx, r.Client, s.base, m)
-		if apierrors.IsConflict(err) && retErr == nil {
-			// The cluster controller wrote the member's status meanwhile.
-			res = ctrl.Result{RequeueAfter: conflictRetry}
-			return
+		rv, err := kube.ApplyStatus(ctx, r.Client, ControllerName, s.base, m)
+		if rv != "" {
+			r.written.Record(m, rv)
 		}
-		retErr = errors.Join(retErr, err)
+		retErr = errors.Join(retErr, client.IgnoreNotFound(err))
 	}()
 	if m.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain {
 		// The cluster is being deleted and keeps its volumes: release the

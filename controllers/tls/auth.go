@@ -64,7 +64,7 @@ func (r *Reconciler) ensureRootSecret(ctx context.Context, s *scope) (ctrl.Resul
 			return ctrl.Result{}, err
 		}
 		// The Secret's version is learnt when the cache sees it.
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		return ctrl.Result{RequeueAfter: soon}, nil
 	}
 	if len(sec.Data[PasswordKey]) == 0 {
 		s.authReason, s.authMsg = etcdv1.ReasonCredentialsInvalid, fmt.Sprintf("Secret %s has no %q key: put a password there", name, PasswordKey)

@@ -169,7 +169,7 @@ func (r *Reconciler) promoteCA(ctx context.Context, s *scope) (ctrl.Result, erro
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "CARotated", "RotateCA",
 		"The new CA signs the cluster's certificates; the old one stays trusted until it expires")
 	// Issue the certificates from the new CA at once.
-	return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	return ctrl.Result{RequeueAfter: soon}, nil
 }
 
 // ensurePeer writes the members' peer certificate.

@@ -65,6 +65,10 @@ type Reconciler struct {
 	Options   Options
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// written: this controller's last status writes, so that a pass never
+	// decides from a cached copy older than them.
+	written kube.Written
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live): the

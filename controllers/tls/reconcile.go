@@ -17,9 +17,9 @@ import (
 	"github.com/raftsman/raftsman/pkg/pki"
 )
 
-// conflictRetry is how soon a reconcile whose status write lost a race with
-// another controller runs again.
-const conflictRetry = 10 * time.Millisecond
+// soon is how soon a pass comes back for what the cache will show in a
+// moment: a Secret just written, or this controller's own last status write.
+const soon = 10 * time.Millisecond
 
 // scope is what one reconcile of a cluster learns.
 type scope struct {
@@ -74,6 +74,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// The owned Secrets go with the cluster.
 		return ctrl.Result{}, nil
 	}
+	if r.written.Behind(c) {
+		return ctrl.Result{RequeueAfter: soon}, nil
+	}
 	s := &scope{cluster: c, base: c.DeepCopy(), now: r.now()}
 	defer func() {
 		if len(s.issued) > 0 && !s.notAfter.IsZero() {
@@ -82,10 +85,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 				"Issued the certificates in Secrets %s; the first expires at %s", strings.Join(s.issued, ", "), s.notAfter.UTC().Format(time.RFC3339))
 		}
 		setStatus(s)
-		err := kube.PatchStatus(ctx, r.Client, s.base, s.cluster)
-		if apierrors.IsConflict(err) && retErr == nil {
-			res = ctrl.Result{RequeueAfter: conflictRetry}
-			return
+		rv, err := kube.ApplyStatus(ctx, r.Client, ControllerName, s.base, s.cluster)
+		if rv != "" {
+			r.written.Record(s.cluster, rv)
 		}
 		retErr = errors.Join(retErr, err)
 	}()

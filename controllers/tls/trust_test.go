@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/internal/testenv"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/pki"
 	"github.com/raftsman/raftsman/pkg/resources"
@@ -68,7 +69,7 @@ func newTrustEnv(t *testing.T, spec etcdv1.TLSSpec, objs ...client.Object) *trus
 		ObjectMeta: metav1.ObjectMeta{Name: trustCluster, Namespace: trustNS, UID: "uid-1", Generation: 1},
 		Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16", TLS: spec},
 	}
-	cl := fake.NewClientBuilder().WithScheme(scheme).
+	cl := fake.NewClientBuilder().WithTypeConverters(testenv.TypeConverters(t)...).WithScheme(scheme).
 		WithObjects(append([]client.Object{c}, objs...)...).
 		WithStatusSubresource(&etcdv1.EtcdCluster{}).
 		Build()

@@ -1,16 +1,13 @@
 // Package kube holds the few Kubernetes helpers every controller uses: the
-// step runner, the status patch, and condition lookups.
+// step runner, the status apply, and condition lookups.
 package kube
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Step is one step of a reconcile. A step that is not done returns a
@@ -28,29 +25,6 @@ func Run[S any](ctx context.Context, s S, steps ...Step[S]) (ctrl.Result, error)
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// PatchStatus writes the status of obj when it differs from base, as a merge
-// patch that fails when someone else wrote the object since base was read.
-// Writes this reconcile made itself (a finalizer) do not count as someone
-// else's.
-func PatchStatus(ctx context.Context, c client.Client, base, obj client.Object) error {
-	base.SetResourceVersion(obj.GetResourceVersion())
-	diff, err := client.MergeFrom(base).Data(obj)
-	if err != nil {
-		return fmt.Errorf("diff status of %s: %w", obj.GetName(), err)
-	}
-	var fields map[string]any
-	if err := json.Unmarshal(diff, &fields); err != nil {
-		return fmt.Errorf("diff status of %s: %w", obj.GetName(), err)
-	}
-	if _, ok := fields["status"]; !ok {
-		return nil
-	}
-	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("patch status of %s: %w", obj.GetName(), err)
-	}
-	return nil
 }
 
 // IsTrue reports whether the condition is True for the object's current

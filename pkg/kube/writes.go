@@ -18,8 +18,18 @@ var apiWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help:      "Write requests (POST, PUT, PATCH, DELETE) the operator sent to the API server, by resource.",
 }, []string{"resource"})
 
+// apiWriteConflicts counts the writes the API server refused with 409: a
+// create of an object that exists (AlreadyExists), or an update or patch
+// from a stale copy (Conflict). With each controller applying only its own
+// status fields there should be no Conflict, and a bench counts both.
+var apiWriteConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "raftsman",
+	Name:      "api_write_conflicts_total",
+	Help:      "Writes the API server refused with 409, by resource and reason (AlreadyExists for a create, Conflict otherwise).",
+}, []string{"resource", "reason"})
+
 func init() {
-	metrics.Registry.MustRegister(apiWrites)
+	metrics.Registry.MustRegister(apiWrites, apiWriteConflicts)
 }
 
 // CountWrites makes every client built from cfg count its writes.
@@ -32,9 +42,20 @@ type writeCounter struct{ next http.RoundTripper }
 func (w writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		apiWrites.WithLabelValues(resourceOf(req.URL.Path)).Inc()
+	default:
+		return w.next.RoundTrip(req)
 	}
-	return w.next.RoundTrip(req)
+	resource := resourceOf(req.URL.Path)
+	apiWrites.WithLabelValues(resource).Inc()
+	resp, err := w.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusConflict {
+		reason := "Conflict"
+		if req.Method == http.MethodPost {
+			reason = "AlreadyExists"
+		}
+		apiWriteConflicts.WithLabelValues(resource, reason).Inc()
+	}
+	return resp, err
 }
 
 // resourceOf finds the resource in an API path such as
