@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/internal/testenv"
 	"github.com/raftsman/raftsman/pkg/agent"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
@@ -623,6 +625,20 @@ func getBackup(t *testing.T, c client.Client, b *etcdv1.EtcdBackup) *etcdv1.Etcd
 // False for its generation, whatever the controller wrote before.
 func markComplete(t *testing.T, c client.Client, b *etcdv1.EtcdBackup, sum string) *etcdv1.EtcdBackup {
 	t.Helper()
+	// The backup controller owns these fields: its first pass, which
+	// writes its conditions, ends before the test plays the snapshot's
+	// outcome, so that a pass read before cannot write over it. Later
+	// passes find nothing to change and write nothing.
+	testenv.Eventually(t, 20*time.Second, "backup "+b.Name+" seen by its controller", func() error {
+		cur := &etcdv1.EtcdBackup{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(b), cur); err != nil {
+			return err
+		}
+		if len(cur.Status.Conditions) == 0 {
+			return fmt.Errorf("no condition yet")
+		}
+		return nil
+	})
 	var got *etcdv1.EtcdBackup
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		got = &etcdv1.EtcdBackup{}
