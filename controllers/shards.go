@@ -83,7 +83,19 @@ func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
 			if moved > 0 {
 				log.Info("Moved clusters to the shards of the current shard count", "clusters", moved, "shards", so.Shards)
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			// An object left as it was keeps an earlier version's status
+			// fields, which is no reason to stop every other cluster.
+			adopted, err := kube.AdoptLegacyStatus(ctx, direct, so.WatchNamespaces)
+			if adopted > 0 {
+				log.Info("Handed the status an earlier version wrote over to the controllers that own it", "objects", adopted)
+			}
+			if err != nil {
+				log.Error(err, "Some status an earlier version wrote was not handed over; its fields stay until removed by hand")
+			}
+			return nil
 		},
 		Run: func(ctx context.Context, i int) error {
 			mgr, err := ctrl.NewManager(root.GetConfig(), ctrl.Options{

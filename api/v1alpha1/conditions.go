@@ -1,7 +1,8 @@
 package v1alpha1
 
 // Conditions are the only contract between Raftsman's controllers. Each
-// condition type has exactly one owner, the only controller that writes it;
+// condition type has exactly one owner, the only controller that writes it
+// (by server-side apply, with the owner's field manager: see StatusFields);
 // the others read it and act only when it is True and its observedGeneration
 // equals the object's generation (a stale condition counts as Unknown).
 //

@@ -114,8 +114,9 @@ type Reconciler struct {
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live): the
-// cluster's finalizer added (update) and removed (patch); its conditions
-// and the members' Registered by status patches; members created, patched
+// cluster's finalizer added and removed (patch); its status fields and
+// conditions and the members' (memberID, role, Registered) by server-side
+// apply of the status subresource; members created, patched
 // (intent, finalizer), updated (restart for trust) and deleted; the
 // finalizers subresources because members, Services and the PDB are owned
 // with blockOwnerDeletion; Services and the PDB created and kept (update);

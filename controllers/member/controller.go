@@ -45,8 +45,9 @@ type Reconciler struct {
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live):
-// members and their cluster through the cache; the Ready condition by a
-// status patch; Pods created, and deleted to restart or stop them; PVCs
+// members and their cluster through the cache; the member's Pod and PVC
+// names and its Ready, Serving and VolumeRetained by server-side apply of
+// the status subresource; Pods created, and deleted to restart or stop them; PVCs
 // created, and patched to grow them (the owner reference deletes them).
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch

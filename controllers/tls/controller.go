@@ -72,7 +72,8 @@ type Reconciler struct {
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live): the
-// TLSReady and AuthReady conditions by a status patch; Secrets read (the
+// TLSReady and AuthReady conditions and status.tls and status.auth by
+// server-side apply of the status subresource; Secrets read (the
 // operator's through the cache, users' past it), created and their data
 // updated; cert-manager Certificates read past the cache, created and their
 // spec updated. Nothing here deletes: owner references do.

@@ -58,8 +58,7 @@ func ApplyStatus(ctx context.Context, c client.Client, controller string, base, 
 // or condition type with no owner in the tables is an error: it would never
 // be written.
 func OwnedStatus(kind, controller string, obj client.Object) (map[string]any, error) {
-	fields, ok := etcdv1.StatusFields[kind]
-	if !ok {
+	if _, ok := etcdv1.StatusFields[kind]; !ok {
 		return nil, fmt.Errorf("status of %s %s: the kind has no status owners", kind, obj.GetName())
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -67,15 +66,28 @@ func OwnedStatus(kind, controller string, obj client.Object) (map[string]any, er
 		return nil, fmt.Errorf("status of %s %s: %w", kind, obj.GetName(), err)
 	}
 	status, _ := u["status"].(map[string]any)
+	out, err := ownedFields(kind, controller, status, true)
+	if err != nil {
+		return nil, fmt.Errorf("status of %s %s: %w", kind, obj.GetName(), err)
+	}
+	return out, nil
+}
+
+// ownedFields is the part of status controller owns. strict: a field or
+// condition type with no owner is an error; else it is left out (an older
+// version's field, left to nobody).
+func ownedFields(kind, controller string, status map[string]any, strict bool) (map[string]any, error) {
 	out := map[string]any{}
 	for k, v := range status {
 		if k == "conditions" {
+			list, _ := v.([]any)
 			var mine []any
-			for _, c := range v.([]any) {
-				t, _ := c.(map[string]any)["type"].(string)
+			for _, c := range list {
+				cm, _ := c.(map[string]any)
+				t, _ := cm["type"].(string)
 				owner, ok := etcdv1.Owners[kind][t]
-				if !ok {
-					return nil, fmt.Errorf("status of %s %s: condition %q has no owner in conditions.go", kind, obj.GetName(), t)
+				if !ok && strict {
+					return nil, fmt.Errorf("condition %q has no owner in conditions.go", t)
 				}
 				if owner == controller {
 					mine = append(mine, c)
@@ -86,9 +98,9 @@ func OwnedStatus(kind, controller string, obj client.Object) (map[string]any, er
 			}
 			continue
 		}
-		owner, ok := fields[k]
-		if !ok {
-			return nil, fmt.Errorf("status of %s %s: field %q has no owner in conditions.go", kind, obj.GetName(), k)
+		owner, ok := etcdv1.StatusFields[kind][k]
+		if !ok && strict {
+			return nil, fmt.Errorf("field %q has no owner in conditions.go", k)
 		}
 		if owner == controller {
 			out[k] = v
