@@ -217,6 +217,7 @@ func TestEnvShards(t *testing.T) {
 func clusterOptions() cluster.Options {
 	o := cluster.DefaultOptions()
 	o.RetryInterval = 100 * time.Millisecond
+	o.WaitInterval, o.UnhealthyInterval, o.StuckInterval = 500*time.Millisecond, time.Second, 2500*time.Millisecond
 	o.HealthInterval = time.Second
 	return o
 }

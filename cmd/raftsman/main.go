@@ -1,27 +1,14 @@
-// Command raftsman is the Raftsman etcd operator.
+// Command raftsman is the Raftsman etcd operator: it parses its flags and
+// runs controllers.Run (or, as "raftsman agent", the backup agent).
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"os"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/controllers"
 	"github.com/raftsman/raftsman/controllers/backup"
 	"github.com/raftsman/raftsman/controllers/cluster"
@@ -29,15 +16,6 @@ import (
 	"github.com/raftsman/raftsman/pkg/agent"
 	"github.com/raftsman/raftsman/pkg/kube"
 )
-
-// metricsOptions serve metrics securely by default: authenticated and
-// authorized like any Kubernetes API, over HTTPS.
-func metricsOptions(addr string, secure bool) metricsserver.Options {
-	if !secure {
-		return metricsserver.Options{BindAddress: addr}
-	}
-	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
-}
 
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
@@ -93,87 +71,10 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	log := ctrl.Log.WithName("setup")
-
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		log.Error(err, "Cannot build the scheme")
-		os.Exit(1)
-	}
-	if err := etcdv1.AddToScheme(scheme); err != nil {
-		log.Error(err, "Cannot build the scheme")
-		os.Exit(1)
-	}
-	cfg := ctrl.GetConfigOrDie()
-	kube.CountWrites(cfg)
-	if opts.Backup.AgentImage == "" {
-		image, err := ownImage(cfg, scheme)
-		if err != nil {
-			log.Error(err, "Cannot find the operator's image for backup Pods: set --agent-image")
-			os.Exit(1)
-		}
-		opts.Backup.AgentImage = image
-	}
-	// The replica's own manager serves metrics and probes and labels new
-	// clusters; each shard it holds gets a manager of its own. Both kinds
-	// of cache see only the watched namespaces.
-	if len(shards.WatchNamespaces) > 0 {
-		log.Info("Watching only some namespaces", "namespaces", shards.WatchNamespaces)
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsOptions(metricsAddr, metricsSecure),
-		HealthProbeBindAddress: probeAddr,
-		Cache:                  controllers.RootCacheOptions(shards),
-	})
-	if err != nil {
-		log.Error(err, "Cannot create the manager")
-		os.Exit(1)
-	}
 	shards.Leases = leaderElect
-	if shards.Identity, err = os.Hostname(); err != nil {
-		log.Error(err, "Cannot name this replica")
+	serve := controllers.ServeOptions{MetricsAddr: metricsAddr, MetricsSecure: metricsSecure, ProbeAddr: probeAddr}
+	if err := controllers.Run(ctrl.SetupSignalHandler(), opts, shards, serve); err != nil {
+		ctrl.Log.Error(err, "The operator stopped")
 		os.Exit(1)
 	}
-	if err := controllers.SetupShards(mgr, opts, shards); err != nil {
-		log.Error(err, "Cannot set up the controllers")
-		os.Exit(1)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "Cannot add the health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "Cannot add the readiness check")
-		os.Exit(1)
-	}
-	log.Info("Starting the manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		log.Error(err, "The manager stopped")
-		os.Exit(1)
-	}
-}
-
-// ownImage is the image of this operator's container, read from its Pod.
-func ownImage(cfg *rest.Config, scheme *runtime.Scheme) (string, error) {
-	name, namespace := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
-	if name == "" || namespace == "" {
-		return "", errors.New("POD_NAME and POD_NAMESPACE are not set")
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return "", err
-	}
-	pod := &corev1.Pod{}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
-		return "", fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
-	}
-	for _, ct := range pod.Spec.Containers {
-		if ct.Name == "manager" {
-			return ct.Image, nil
-		}
-	}
-	return "", fmt.Errorf("pod %s/%s has no container named manager", namespace, name)
 }

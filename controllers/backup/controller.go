@@ -97,8 +97,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		For(&etcdv1.EtcdCluster{}).
 		Owns(&corev1.Pod{}).
-		Watches(&etcdv1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(toCluster)).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(toCluster)).
+		Watches(&etcdv1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster)).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster)).
 		Complete(r); err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // pendingBackups maps a cluster to its backups that have not finished.
 func (r *BackupReconciler) pendingBackups(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &etcdv1.EtcdBackupList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{etcdv1.ClusterLabel: o.GetName()}); err != nil {
+	if err := r.List(ctx, list, kube.OfCluster(o.GetNamespace(), o.GetName())...); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -126,15 +126,6 @@ func (r *BackupReconciler) pendingBackups(ctx context.Context, o client.Object) 
 		}
 	}
 	return reqs
-}
-
-// toCluster maps an object of a cluster to the cluster through its label.
-func toCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[etcdv1.ClusterLabel]
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 func now(f func() time.Time) time.Time {

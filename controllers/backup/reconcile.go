@@ -87,7 +87,7 @@ func runAll(ctx context.Context, s *scope, steps ...kube.Step[*scope]) (ctrl.Res
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
 	s := &scope{cluster: c, base: c.DeepCopy(), now: now(r.Now)}
-	in := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}}
+	in := kube.OfCluster(c.Namespace, c.Name)
 	backups := &etcdv1.EtcdBackupList{}
 	if err := r.List(ctx, backups, in...); err != nil {
 		return nil, fmt.Errorf("list backups: %w", err)

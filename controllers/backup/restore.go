@@ -46,7 +46,8 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	f.wanted = true
-	if c.Status.Restore != nil && (c.Status.ClusterID != "" || len(s.members) > 0 || meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionRestoreReady)) {
+	id, _ := c.ObservedID() // unknown counts as not formed: the members say it too
+	if c.Status.Restore != nil && (id != "" || len(s.members) > 0 || meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionRestoreReady)) {
 		f.verified = true
 		return ctrl.Result{}, deletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
 	}

@@ -129,8 +129,14 @@ func (r *BackupReconciler) startSnapshot(ctx context.Context, s *runScope) (ctrl
 		Name: snapshotPodName(b), Namespace: b.Namespace, Labels: agentLabels(b),
 		Image: r.Options.AgentImage, Destination: b.Spec.Destination, Deadline: int64(r.Options.BackupDeadline.Seconds()),
 	}
-	if !c.Spec.TLS.Disabled && c.Status.TLS != nil {
-		task.ClientTLSSecret = c.Status.TLS.ClientSecretName
+	if !c.Spec.TLS.Disabled {
+		st, ok := c.TLSSecrets()
+		if !ok {
+			// The cluster's changes wake this controller (pendingBackups).
+			s.pending = fmt.Sprintf("Waiting for the certificates of cluster %s (TLSReady for its generation)", c.Name)
+			return ctrl.Result{}, nil
+		}
+		task.ClientTLSSecret = st.ClientSecretName
 		args = append(args, resources.AgentTLSArgs()...)
 	}
 	task.Args = args
@@ -150,7 +156,11 @@ func (r *BackupReconciler) startSnapshot(ctx context.Context, s *runScope) (ctrl
 
 // pickMember is a healthy voter, a follower when there is one.
 func pickMember(c *etcdv1.EtcdCluster) (string, bool) {
-	ms := slices.Clone(c.Status.Members)
+	observed, ok := c.ObservedMembers()
+	if !ok {
+		return "", false
+	}
+	ms := slices.Clone(observed)
 	ms = slices.DeleteFunc(ms, func(m etcdv1.ClusterMemberStatus) bool { return !m.Healthy || m.Role != etcdv1.RoleVoter })
 	if len(ms) == 0 {
 		return "", false

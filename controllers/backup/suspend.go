@@ -41,11 +41,12 @@ func (r *Reconciler) reconcileSuspend(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	progressing := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing)
+	id, observed := c.ObservedID()
 	switch {
-	case c.Status.ClusterID == "":
+	case observed && id == "":
 		f.waiting, f.waitingMsg = etcdv1.ReasonWaitingForMembershipChange, "The cluster has not formed yet; it is suspended once it has"
 		return ctrl.Result{}, nil
-	case progressing == nil || progressing.ObservedGeneration != c.Generation:
+	case !observed || progressing == nil || progressing.ObservedGeneration != c.Generation:
 		f.waiting, f.waitingMsg = etcdv1.ReasonWaitingForMembershipChange, "Waiting for the cluster controller to pause membership changes"
 		return ctrl.Result{}, nil
 	case progressing.Status == metav1.ConditionTrue:
@@ -53,7 +54,7 @@ func (r *Reconciler) reconcileSuspend(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	for _, m := range s.members {
-		if !m.DeletionTimestamp.IsZero() || m.Status.Role == etcdv1.RoleLearner {
+		if role, ok := m.RegisteredRole(); !m.DeletionTimestamp.IsZero() || !ok || role == etcdv1.RoleLearner {
 			f.waiting, f.waitingMsg = etcdv1.ReasonWaitingForMembershipChange, fmt.Sprintf("Member %s is joining or leaving; the cluster is suspended once it is done", m.Name)
 			return ctrl.Result{}, nil
 		}

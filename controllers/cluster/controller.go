@@ -1,19 +1,16 @@
 package cluster
 
 import (
-	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
@@ -38,6 +35,18 @@ type Options struct {
 	// is tried again (etcd waits until every voter has been connected for
 	// 5 s, and promotes a learner only once it caught up).
 	RetryInterval time.Duration
+	// WaitInterval is how soon a pass that waits for what no watch
+	// reports (a member's health, a learner catching up, a restarted
+	// member settling, a step of a recovery) looks again.
+	WaitInterval time.Duration
+	// UnhealthyInterval is how soon members that did not answer are asked
+	// again (one that just started or was promoted may miss one question,
+	// and no event follows its recovery), and a refused downgrade retried.
+	UnhealthyInterval time.Duration
+	// StuckInterval is how soon a rollout stopped on a member that does not
+	// recover looks whether it recovered by itself (a spec change wakes it
+	// at once).
+	StuckInterval time.Duration
 	// EtcdTimeout bounds each etcd call.
 	EtcdTimeout time.Duration
 	// StatusTimeout bounds the health question to one member: a healthy
@@ -79,19 +88,22 @@ type Options struct {
 // DefaultOptions are the defaults of the operator's flags.
 func DefaultOptions() Options {
 	return Options{
-		EtcdRepository: "quay.io/coreos/etcd",
-		ClusterDomain:  "cluster.local",
-		HealthInterval: time.Minute,
-		RetryInterval:  200 * time.Millisecond,
-		EtcdTimeout:    5 * time.Second,
-		StatusTimeout:  time.Second,
-		RolloutTimeout: 5 * time.Minute,
-		LearnerTimeout: 5 * time.Minute,
-		LostPodTimeout: time.Minute,
-		DefragTimeout:  10 * time.Minute,
-		LongCalls:      2,
-		DrainDelay:     3 * time.Second,
-		Workers:        8,
+		EtcdRepository:    "quay.io/coreos/etcd",
+		ClusterDomain:     "cluster.local",
+		HealthInterval:    time.Minute,
+		RetryInterval:     200 * time.Millisecond,
+		WaitInterval:      time.Second,
+		UnhealthyInterval: 2 * time.Second,
+		StuckInterval:     5 * time.Second,
+		EtcdTimeout:       5 * time.Second,
+		StatusTimeout:     time.Second,
+		RolloutTimeout:    5 * time.Minute,
+		LearnerTimeout:    5 * time.Minute,
+		LostPodTimeout:    time.Minute,
+		DefragTimeout:     10 * time.Minute,
+		LongCalls:         2,
+		DrainDelay:        3 * time.Second,
+		Workers:           8,
 	}
 }
 
@@ -147,18 +159,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&etcdv1.EtcdMember{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster))
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster))
 	if r.Long != nil && r.Long.Limit > 0 {
 		b = b.WatchesRawSource(r.Long.wakeSource())
 	}
 	return b.Complete(r)
-}
-
-// podToCluster maps a member Pod to its cluster through the cluster label.
-func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[etcdv1.ClusterLabel]
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }

@@ -26,7 +26,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *etcdv1.EtcdCluster)
 		return ctrl.Result{}, nil
 	}
 	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
+	if err := r.List(ctx, list, kube.OfCluster(c.Namespace, c.Name)...); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list members: %w", err)
 	}
 	if c.Spec.DeletionPolicy == etcdv1.DeletionPolicyRetain {

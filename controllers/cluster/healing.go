@@ -71,7 +71,7 @@ func (r *Reconciler) replaceCorruptMembers(ctx context.Context, s *scope) (ctrl.
 		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("etcd raised a CORRUPT alarm for member %s: it is removed and replaced by a new member", m.Name)
 		if em, ok := s.inEtcd(m); ok && !s.removalKeepsQuorum(em) {
 			s.waiting, s.waitingMsg = etcdv1.ReasonQuorumAtRisk, fmt.Sprintf("Member %s is corrupt, but removing it now would leave fewer healthy voters than a quorum; waiting for the others to be healthy", m.Name)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 		}
 		ctrl.LoggerFrom(ctx).Info("Replacing a corrupt member", "member", m.Name)
 		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "MemberCorrupt", "Replace", "etcd raised a CORRUPT alarm for member %s (%s); it is removed and replaced", m.Name, etcd.FormatID(a.MemberID))

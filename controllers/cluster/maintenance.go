@@ -95,7 +95,7 @@ func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	if !s.canDefragNow() {
 		s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForHealth, fmt.Sprintf("Defragmentation of %s waits for every member to be a healthy voter, with no rollout, scaling or recovery under way", m.Name)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	switch run.Phase {
 	case etcdv1.DefragDraining:
@@ -320,7 +320,7 @@ func (r *Reconciler) compactForNoSpace(ctx context.Context, s *scope, run *etcdv
 	}
 	if rev == 0 {
 		s.waiting, s.waitingMsg = etcdv1.ReasonDefragmenting, "The NOSPACE repair waits for a member to report etcd's revision"
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	to := rev - keep
 	if to > 0 {
@@ -477,7 +477,7 @@ func (r *Reconciler) finishDefrag(ctx context.Context, s *scope, st *etcdv1.Main
 	if run.Reason == etcdv1.DefragForNoSpace {
 		if !s.alarmsKnown {
 			// Only etcd's own list says which alarms to clear.
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 		}
 		if full := s.stillFull(run); full != "" {
 			// Disarming would let the next write raise the alarm again:

@@ -75,7 +75,7 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, s *scope, m *etcdv1.Etc
 	log := ctrl.LoggerFrom(ctx)
 	if !s.removalKeepsQuorum(em) {
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumAtRisk, fmt.Sprintf("Removing member %s now would leave fewer healthy voters than a quorum; waiting for the other members to be healthy", m.Name)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	if em.ID == s.leader && s.healthy(em.ID) {
 		if to, ok := s.successor(em.ID, nil); ok {
@@ -178,7 +178,7 @@ func (r *Reconciler) scaleDown(ctx context.Context, s *scope) (ctrl.Result, erro
 	s.progress, s.progressMsg = etcdv1.ReasonScalingDown, fmt.Sprintf("Scaling down from %d to %d members: removing %s", len(active), s.desired, victim.Name)
 	if em, ok := s.inEtcd(victim); ok && !s.removalKeepsQuorum(em) {
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumAtRisk, fmt.Sprintf("Removing member %s now would leave fewer healthy voters than a quorum; waiting for the other members to be healthy", victim.Name)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Scaling down", "member", victim.Name, "from", len(active), "to", s.desired)
 	if err := r.Delete(ctx, victim); client.IgnoreNotFound(err) != nil {
@@ -230,7 +230,7 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope) (ctrl.Result, error)
 			return ctrl.Result{}, nil // a member is being added: addLearners and promoteLearners go on
 		} else if !s.healthy(em.ID) {
 			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForHealth, fmt.Sprintf("Member %s is not healthy; a new member is added once all members are", m.Name)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 		}
 	}
 	name := newMemberName(s.cluster.Name, s.hasMember)
@@ -395,7 +395,7 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 func (r *Reconciler) healthCheckLater(_ context.Context, s *scope) (ctrl.Result, error) {
 	for _, em := range s.etcdList {
 		if !s.healthy(em.ID) {
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, nil
+			return ctrl.Result{RequeueAfter: r.Options.UnhealthyInterval}, nil
 		}
 	}
 	return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil

@@ -182,7 +182,7 @@ func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
 	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}, kube.WithUndecodable); err != nil {
+	if err := r.List(ctx, list, kube.OfCluster(c.Namespace, c.Name, kube.WithUndecodable)...); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}, written: &r.written}
@@ -232,7 +232,7 @@ func (r *Reconciler) holdForUndecodable(_ context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	s.waiting, s.waitingMsg = etcdv1.ReasonMemberUndecodable, fmt.Sprintf("No membership change, rollout or recovery while EtcdMember %s cannot be decoded (see its Undecodable event): fix it with kubectl edit or delete it", strings.Join(s.undecodable, ", "))
-	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 }
 
 // patchStatuses writes the cluster's status and that of each member whose
@@ -343,7 +343,7 @@ func (r *Reconciler) selectsServing(ctx context.Context, s *scope, have *corev1.
 		return true, nil
 	}
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: s.cluster.Name}, client.HasLabels{etcdv1.MemberLabel}); err != nil {
+	if err := r.List(ctx, pods, kube.OfCluster(s.cluster.Namespace, s.cluster.Name, client.HasLabels{etcdv1.MemberLabel})...); err != nil {
 		return false, fmt.Errorf("list pods: %w", err)
 	}
 	for _, p := range pods.Items {
@@ -430,15 +430,18 @@ func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClust
 }
 
 // memberTLS is what a member mounts, by the names in status.tls.
+// Every step that builds a member runs behind waitForTLS, so they are
+// known; nil otherwise.
 func memberTLS(c *etcdv1.EtcdCluster) *etcdv1.MemberTLS {
-	if c.Spec.TLS.Disabled || c.Status.TLS == nil {
+	st, ok := c.TLSSecrets()
+	if c.Spec.TLS.Disabled || !ok {
 		return nil
 	}
 	return &etcdv1.MemberTLS{
-		PeerSecretName:   c.Status.TLS.PeerSecretName,
-		ServerSecretName: c.Status.TLS.ServerSecretName,
+		PeerSecretName:   st.PeerSecretName,
+		ServerSecretName: st.ServerSecretName,
 		ClientCertAuth:   c.Spec.TLS.Client.IsMutual(),
-		TrustRevision:    c.Status.TLS.TrustRevision,
+		TrustRevision:    st.TrustRevision,
 	}
 }
 
@@ -453,7 +456,7 @@ func (r *Reconciler) waitForTLS(bootstrapOnly bool) kube.Step[*scope] {
 		if bootstrapOnly && c.Status.ClusterID != "" {
 			return ctrl.Result{}, nil
 		}
-		if kube.IsTrue(c.Status.Conditions, etcdv1.ConditionTLSReady, c.Generation) && (c.Spec.TLS.Disabled || c.Status.TLS != nil) {
+		if _, ok := c.TLSSecrets(); ok || (c.Spec.TLS.Disabled && kube.IsTrue(c.Status.Conditions, etcdv1.ConditionTLSReady, c.Generation)) {
 			return ctrl.Result{}, nil
 		}
 		s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForTLS, "Membership changes wait for the TLSReady condition of this generation (set by the tls controller)"
@@ -531,7 +534,11 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 	case restore == nil && s.restoringBackup():
 		return ctrl.Result{}, nil // restoreFromBackup found no snapshot yet
 	case restore == nil && restoring(s.cluster):
-		rs := s.cluster.Status.Restore
+		rs, ok := s.cluster.CheckedRestore()
+		if !ok {
+			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForRestore, "The first member waits for the RestoreReady condition of this generation: the backup controller checks the snapshot first"
+			return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+		}
 		restore = &etcdv1.MemberRestore{Destination: rs.Destination, Key: rs.Key, SHA256: rs.SHA256, AgentImage: r.Options.AgentImage}
 	}
 	var initial string
@@ -635,7 +642,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		if s.cluster.Spec.Suspend || len(s.undecodable) > 0 {
 			// An undecodable member may be one of the voters a recovery
 			// would have to fence: none starts (holdForUndecodable).
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 		}
 		return r.recoverQuorum(ctx, s)
 	}

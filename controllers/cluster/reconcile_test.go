@@ -75,6 +75,7 @@ func newEnv(t *testing.T, replicas int32, funcs interceptor.Funcs) *env {
 	rec := events.NewFakeRecorder(100)
 	opts := DefaultOptions()
 	opts.RetryInterval = 100 * time.Millisecond
+	opts.WaitInterval, opts.UnhealthyInterval, opts.StuckInterval = 500*time.Millisecond, time.Second, 2500*time.Millisecond
 	return &env{t: t, c: cl, etcd: ef, rec: rec, key: client.ObjectKeyFromObject(c),
 		r: &Reconciler{Client: cl, Recorder: rec, Etcd: ef, Options: opts}}
 }

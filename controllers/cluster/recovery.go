@@ -68,13 +68,13 @@ func (r *Reconciler) recoverQuorum(ctx context.Context, s *scope) (ctrl.Result, 
 		if why != "" {
 			s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, why
 		}
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	m := s.memberNamed(name)
 	st, err := r.memberStatus(ctx, s, m)
 	if err != nil {
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Cannot recover the quorum from member %s: its etcd does not answer (%v); name a member that runs", name, err)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	// 1. The intent, stored before anything is forced.
 	c.Status.Recovery = &etcdv1.RecoveryStatus{
@@ -252,18 +252,20 @@ func (r *Reconciler) automaticRestore(ctx context.Context, s *scope) (source, st
 func (r *Reconciler) latestBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBackup, error) {
 	c := s.cluster
 	list := &etcdv1.EtcdBackupList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
+	if err := r.List(ctx, list, kube.OfCluster(c.Namespace, c.Name)...); err != nil {
 		return nil, fmt.Errorf("list backups: %w", err)
 	}
 	var best *etcdv1.EtcdBackup
+	var bestSnap *etcdv1.EtcdBackupStatus
 	for i := range list.Items {
 		b := &list.Items[i]
-		if !resources.Restorable(c, b) {
+		snap, ok := b.Snapshot()
+		if !ok || !resources.Restorable(c, b) {
 			continue
 		}
-		if best == nil || b.Status.StartTime.After(best.Status.StartTime.Time) ||
-			(b.Status.StartTime.Equal(best.Status.StartTime) && b.Status.Revision > best.Status.Revision) {
-			best = b
+		if best == nil || snap.StartTime.After(bestSnap.StartTime.Time) ||
+			(snap.StartTime.Equal(bestSnap.StartTime) && snap.Revision > bestSnap.Revision) {
+			best, bestSnap = b, snap
 		}
 	}
 	return best, nil
@@ -350,7 +352,7 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 			}
 		}
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Recovering the quorum: member %s restarts alone with --force-new-cluster", m.Name)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	case etcdv1.RecoveryRegrowing:
 		if m.Spec.ForceNewCluster {
 			if err := r.setForce(ctx, s, m, false); err != nil {
@@ -565,20 +567,21 @@ func (r *Reconciler) snapshotBeforeForcing(ctx context.Context, s *scope, m *etc
 		}
 		r.Recorder.Eventf(c, b, corev1.EventTypeNormal, "RecoverySnapshotStarted", "Recover", "Taking a snapshot of member %s (EtcdBackup %s) before it is forced", m.Name, b.Name)
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Taking a snapshot of member %s (EtcdBackup %s) before it is forced", m.Name, b.Name)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get backup %s: %w", rs.Snapshot, err)
 	}
-	switch {
-	case kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation):
-		r.Recorder.Eventf(c, b, corev1.EventTypeNormal, "RecoverySnapshotTaken", "Recover", "Snapshot of member %s at revision %d stored as %s; forcing it now", m.Name, b.Status.Revision, b.Status.URI)
+	if snap, ok := b.Snapshot(); ok {
+		r.Recorder.Eventf(c, b, corev1.EventTypeNormal, "RecoverySnapshotTaken", "Recover", "Snapshot of member %s at revision %d stored as %s; forcing it now", m.Name, snap.Revision, snap.URI)
 		return ctrl.Result{}, nil
+	}
+	switch {
 	case kube.IsTrue(b.Status.Conditions, etcdv1.ConditionFailed, b.Generation):
 		r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "RecoverySnapshotFailed", "Recover", "The snapshot of member %s failed (see EtcdBackup %s); forcing it all the same: its volume keeps its data", m.Name, b.Name)
 		return ctrl.Result{}, nil
 	}
 	s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Taking a snapshot of member %s (EtcdBackup %s) before it is forced", m.Name, b.Name)
-	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 }
 
 // Recovery from a backup, when no member's data is left to recover from
@@ -604,14 +607,19 @@ func (r *Reconciler) snapshotBeforeForcing(ctx context.Context, s *scope, m *etc
 // released before it is stored.
 func (r *Reconciler) startRestore(s *scope, src source) (ctrl.Result, error) {
 	c, b := s.cluster, src.backup
-	taken := b.Status.StartTime.UTC().Format(time.RFC3339)
+	snap, ok := b.Snapshot()
+	if !ok {
+		// latestBackup picks only Complete backups: this one changed since.
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	taken := snap.StartTime.UTC().Format(time.RFC3339)
 	c.Status.Recovery = &etcdv1.RecoveryStatus{
-		Phase: etcdv1.RecoveryRestoring, Backup: b.Name, Revision: b.Status.Revision, Automatic: src.automatic,
+		Phase: etcdv1.RecoveryRestoring, Backup: b.Name, Revision: snap.Revision, Automatic: src.automatic,
 		StartedAt: metav1.Now(),
-		Message:   fmt.Sprintf("Restoring backup %s (revision %d, taken %s): the members go with their volumes kept, and a new etcd cluster starts from the snapshot; writes made after it are not in it", b.Name, b.Status.Revision, taken),
+		Message:   fmt.Sprintf("Restoring backup %s (revision %d, taken %s): the members go with their volumes kept, and a new etcd cluster starts from the snapshot; writes made after it are not in it", b.Name, snap.Revision, taken),
 	}
 	s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, c.Status.Recovery.Message
-	r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "QuorumRecoveryStarted", "Recover", "Recovering the lost quorum from backup %s (revision %d, taken %s): every member goes with its volume kept, and a new etcd cluster starts from the snapshot", b.Name, b.Status.Revision, taken)
+	r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "QuorumRecoveryStarted", "Recover", "Recovering the lost quorum from backup %s (revision %d, taken %s): every member goes with its volume kept, and a new etcd cluster starts from the snapshot", b.Name, snap.Revision, taken)
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
@@ -683,7 +691,8 @@ func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Resu
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("EtcdBackup %s is gone or no longer Complete since the members were released; nothing is left to restore here: restore another backup into a new EtcdCluster (spec.bootstrap.restore). The old members' volumes are kept, labelled %s=%s", rs.Backup, etcdv1.RetainedFromLabel, c.Name)
 		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 	}
-	s.restoreFrom = &etcdv1.MemberRestore{Destination: b.Spec.Destination, Key: b.Status.Key, SHA256: b.Status.SHA256, AgentImage: r.Options.AgentImage}
+	snap, _ := b.Snapshot() // restoreBackup returns only Restorable (Complete) backups
+	s.restoreFrom = &etcdv1.MemberRestore{Destination: b.Spec.Destination, Key: snap.Key, SHA256: snap.SHA256, AgentImage: r.Options.AgentImage}
 	return ctrl.Result{}, nil
 }
 
@@ -722,7 +731,7 @@ func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Resu
 	if waiting > 0 {
 		// The members' VolumeRetained conditions wake this controller.
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Keeping the volumes of the %d members before they go; then a new cluster starts from backup %s", len(s.members), rs.Backup)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	if active := s.active(); len(active) > 0 {
 		names := make([]string, 0, len(active))
@@ -756,7 +765,7 @@ func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	if n := len(pods.Items); n > 0 {
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Waiting for the %d Pods of the old members to end; then a new cluster starts from backup %s", n, rs.Backup)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	c.Status.ClusterID = ""
 	r.Etcd.Forget(client.ObjectKeyFromObject(c).String())
@@ -770,7 +779,7 @@ func (r *Reconciler) restored(s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	rs := c.Status.Recovery
 	if !s.formed || c.Status.ClusterID == "" {
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	rs.Phase = etcdv1.RecoveryRegrowing
 	rs.Message = fmt.Sprintf("etcd cluster %s runs with one member made from backup %s (revision %d); new members join as learners", c.Status.ClusterID, rs.Backup, rs.Revision)

@@ -145,11 +145,11 @@ func (r *Reconciler) prepareVersion(ctx context.Context, s *scope) (ctrl.Result,
 		observe("downgrade_cancel", nil)
 		s.progress, s.progressMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Cancelled the downgrade to %s: spec.version is %s again", minorOf(to), s.plan.target)
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DowngradeCancelled", "Downgrade", "Cancelled etcd's downgrade to %s: spec.version is %s again", minorOf(to), s.plan.target)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	case s.plan.change == versionDowngrade && !enabled:
 		if !s.allSettled() {
 			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("The downgrade to %s waits for every member to be healthy", minorOf(s.plan.target))
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 		}
 		target := downgradeTarget(s.plan.target)
 		log.Info("Enabling etcd's downgrade", "to", target)
@@ -158,7 +158,7 @@ func (r *Reconciler) prepareVersion(ctx context.Context, s *scope) (ctrl.Result,
 		}
 		s.progress, s.progressMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("Downgrading to %s: enabled etcd's downgrade; members restart once their data format is %s", minorOf(target), minorOf(target))
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DowngradeEnabled", "Downgrade", "Enabled etcd's downgrade from %s to %s; members restart on %s once their data format is %s", s.plan.highest, minorOf(target), s.plan.target, minorOf(target))
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	if enabled {
 		s.cluster.Status.Rollout = ensureRollout(s.cluster.Status.Rollout)
@@ -221,7 +221,7 @@ func (r *Reconciler) snapshotBefore37(ctx context.Context, s *scope, enabled boo
 	default:
 		s.progressMsg = fmt.Sprintf("Before 3.7, every member must snapshot: waiting for every member's data format to be 3.5 (now %v)", formats)
 	}
-	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 }
 
 // enableDowngrade validates, then enables, etcd's downgrade to target. A
@@ -235,7 +235,7 @@ func (r *Reconciler) enableDowngrade(ctx context.Context, s *scope, target, refu
 		if _, err := s.client.Downgrade(tctx, a, target); err != nil {
 			observe("downgrade_"+a.String(), err)
 			s.waiting, s.waitingMsg = etcdv1.ReasonRollingUpdate, fmt.Sprintf("%s: %v", refused, err)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 10}, false
+			return ctrl.Result{RequeueAfter: r.Options.UnhealthyInterval}, false
 		}
 	}
 	observe("downgrade_enable", nil)
@@ -407,7 +407,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 	case len(active) != len(s.members) || len(active) != s.desired:
 		s.progressMsg = fmt.Sprintf("The rolling update waits for scaling to %d members to finish (%d of %d members updated)", s.desired, updated, total)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	if s.plan.change == versionUpgrade {
 		// No data format below the lowest version running, as there is for
@@ -415,7 +415,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 		lowest := minorNum(s.plan.lowest)
 		if behind := s.formatsNot(func(f int) bool { return f >= lowest }, false); len(behind) > 0 {
 			s.progressMsg = fmt.Sprintf("Upgrading to %s: waiting for the data format of %s to be %s again", minorOf(s.plan.target), strings.Join(behind, ", "), minorOf(s.plan.lowest))
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 		}
 	}
 	if s.plan.change == versionDowngrade {
@@ -425,7 +425,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 		target := minorNum(to)
 		if waiting := s.formatsNot(func(f int) bool { return f == target }, true); len(waiting) > 0 || to == "" {
 			s.progressMsg = fmt.Sprintf("Downgrading to %s: waiting for etcd to move the data format of %s to %s before the first member restarts", minorOf(s.plan.target), strings.Join(waiting, ", "), minorOf(s.plan.target))
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 		}
 	}
 
@@ -452,7 +452,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 			names = append(names, fmt.Sprintf("%s (%s)", m.Name, s.unsettledWhy(m)))
 		}
 		s.progressMsg = fmt.Sprintf("Rolling update, %d of %d members updated: waiting for %s", updated, total, strings.Join(names, ", "))
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	default:
 		slices.SortStableFunc(stale, func(a, b *etcdv1.EtcdMember) int {
 			return boolInt(s.isLeader(a)) - boolInt(s.isLeader(b))
@@ -473,7 +473,7 @@ func (r *Reconciler) checkStuck(s *scope, m *etcdv1.EtcdMember, since time.Time,
 	late := time.Since(since) > r.Options.RolloutTimeout
 	if !failing && !late {
 		s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d): waiting for it to be healthy and caught up: %s", m.Name, updated, total, s.unsettledWhy(m))
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, true
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, true
 	}
 	why := s.unsettledWhy(m)
 	if late && !failing {
@@ -486,7 +486,7 @@ func (r *Reconciler) checkStuck(s *scope, m *etcdv1.EtcdMember, since time.Time,
 	s.progressMsg = s.stuck
 	// A change of the spec wakes the cluster; the requeue notices a member
 	// that recovers by itself.
-	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 25}, true
+	return ctrl.Result{RequeueAfter: r.Options.StuckInterval}, true
 }
 
 // moveLeaderFrom hands leadership from the leader, the last member left to
@@ -499,7 +499,7 @@ func (r *Reconciler) moveLeaderFrom(ctx context.Context, s *scope, m *etcdv1.Etc
 	})
 	if !ok {
 		s.progressMsg = fmt.Sprintf("Rolling update, %d of %d members updated: the leader %s goes last, once a member on the new spec can take over", updated, total, m.Name)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	s.progressMsg = fmt.Sprintf("Updating member %s (%d of %d): moving leadership away from it first", m.Name, updated+1, total)
 	return r.moveLeader(ctx, s, m, to, etcdv1.ReasonRollingUpdate, "updating")
@@ -531,7 +531,7 @@ func (r *Reconciler) updateMember(ctx context.Context, s *scope, m *etcdv1.EtcdM
 	if from != m.Spec.Version {
 		s.progressMsg += fmt.Sprintf(": version %s to %s", from, m.Spec.Version)
 	}
-	return ctrl.Result{RequeueAfter: r.Options.RetryInterval * 5}, nil
+	return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 }
 
 // finishUpdate removes the stamp of an update that is done.

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
-	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 // restoring says whether the cluster is still to be made from a snapshot.
@@ -24,7 +23,7 @@ func (r *Reconciler) waitForRestore(_ context.Context, s *scope) (ctrl.Result, e
 	if !restoring(c) || len(s.members) > 0 || s.restoringBackup() {
 		return ctrl.Result{}, nil
 	}
-	if kube.IsTrue(c.Status.Conditions, etcdv1.ConditionRestoreReady, c.Generation) && c.Status.Restore != nil {
+	if _, ok := c.CheckedRestore(); ok {
 		return ctrl.Result{}, nil
 	}
 	s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForRestore, "The first member waits for the RestoreReady condition: the backup controller checks the snapshot first"

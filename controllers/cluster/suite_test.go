@@ -36,6 +36,7 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 	// Short intervals: the fake answers at once, and the tests wait for
 	// the controller's next pass after each change they make to etcd.
 	opts.RetryInterval = 100 * time.Millisecond
+	opts.WaitInterval, opts.UnhealthyInterval, opts.StuckInterval = 500*time.Millisecond, time.Second, 2500*time.Millisecond
 	opts.HealthInterval = 500 * time.Millisecond
 	opts.EtcdTimeout = 2 * time.Second
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {

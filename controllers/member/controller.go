@@ -77,7 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // wait for TLSReady and for the Pods that stop or start with Suspended.
 func (r *Reconciler) clusterToMembers(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{etcdv1.ClusterLabel: o.GetName()}); err != nil {
+	if err := r.List(ctx, list, kube.OfCluster(o.GetNamespace(), o.GetName())...); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

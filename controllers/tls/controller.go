@@ -1,12 +1,10 @@
 package tls
 
 import (
-	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -16,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
@@ -96,20 +93,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		For(&etcdv1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, availableChanged{}))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToCluster)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster)).
 		// A CA rotation waits for the members to restart.
-		Watches(&etcdv1.EtcdMember{}, handler.EnqueueRequestsFromMapFunc(secretToCluster)).
+		Watches(&etcdv1.EtcdMember{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster)).
 		Complete(r)
-}
-
-// secretToCluster maps a Secret of a cluster (the operator's, or one
-// cert-manager wrote for it), or a member, to the cluster through its label.
-func secretToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[etcdv1.ClusterLabel]
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // availableChanged passes updates that change the Available condition.

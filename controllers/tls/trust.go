@@ -92,7 +92,7 @@ func (r *Reconciler) membersTrust(ctx context.Context, s *scope, rev string) boo
 		return false
 	}
 	list := &etcdv1.EtcdMemberList{}
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}); err != nil {
+	if err := r.List(ctx, list, kube.OfCluster(c.Namespace, c.Name)...); err != nil {
 		return false
 	}
 	for _, m := range list.Items {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/pki"
 )
 
@@ -117,7 +118,7 @@ func runEtcdctl(ctx context.Context, e *env, o etcdctlOptions, name string, args
 // member's (as the client Service does: a learner is never Ready).
 func targetPods(ctx context.Context, c client.Reader, cl *etcdv1.EtcdCluster, member string) ([]string, error) {
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(cl.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: cl.Name}); err != nil {
+	if err := c.List(ctx, pods, kube.OfCluster(cl.Namespace, cl.Name)...); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	var names []string

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/pki"
 )
@@ -97,7 +98,7 @@ func collectStatus(ctx context.Context, e *env, name string, askEtcd bool) (*sta
 		return nil, err
 	}
 	r := &statusReport{cluster: c, now: e.now()}
-	inCluster := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{etcdv1.ClusterLabel: c.Name}}
+	inCluster := kube.OfCluster(c.Namespace, c.Name)
 	members := &etcdv1.EtcdMemberList{}
 	if err := e.c.List(ctx, members, inCluster...); err != nil {
 		return nil, fmt.Errorf("list etcdmembers: %w", err)

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -41,10 +40,9 @@ const (
 // deleted, and begun after c was created (backups outlive their cluster,
 // so an older one is of an earlier cluster that had c's name).
 func Restorable(c *etcdv1.EtcdCluster, b *etcdv1.EtcdBackup) bool {
-	done := meta.FindStatusCondition(b.Status.Conditions, etcdv1.ConditionComplete)
-	return b.Spec.ClusterName == c.Name && b.DeletionTimestamp.IsZero() && b.Status.SHA256 != "" && b.Status.StartTime != nil &&
-		!b.Status.StartTime.Before(&c.CreationTimestamp) &&
-		done != nil && done.Status == metav1.ConditionTrue && done.ObservedGeneration == b.Generation
+	snap, ok := b.Snapshot()
+	return ok && b.Spec.ClusterName == c.Name && b.DeletionTimestamp.IsZero() && snap.SHA256 != "" && snap.StartTime != nil &&
+		!snap.StartTime.Before(&c.CreationTimestamp)
 }
 
 // BackupKey is where the snapshot of an EtcdBackup goes in its destination

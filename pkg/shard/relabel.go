@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
 )
 
 // Relabel gives every EtcdCluster, and everything made for it, the shard
@@ -83,7 +84,7 @@ func relabelChildren(ctx context.Context, c client.Client, namespace, cluster, s
 	for _, gvk := range childKinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk)
-		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{etcdv1.ClusterLabel: cluster})
+		err := c.List(ctx, list, kube.OfCluster(namespace, cluster)...)
 		if meta.IsNoMatchError(err) {
 			continue // cert-manager is optional
 		}

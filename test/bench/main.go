@@ -72,6 +72,7 @@ func main() {
 
 	var podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
 	var createWrites, idleWrites float64
+	var createConflicts writeConflicts
 	var firstBack, firstDone, rollAll, upgradeTook, maxGap []float64
 	var writes, failures int
 	var failedPod, failedSeen, failedAfter, replaced, emptied, quorum, quorumSeen []float64
@@ -86,15 +87,16 @@ func main() {
 		must(err)
 		podReady, podRestart, learnerRef = append(podReady, r), append(podRestart, rr), append(learnerRef, l)
 
-		before, err := b.operatorWrites()
+		before, c0, err := b.operatorWrites()
 		must(err)
 		t, err := b.createCluster(ns, "bench", 3)
 		must(err)
 		clusterReady = append(clusterReady, t)
-		after, err := b.operatorWrites()
+		after, c1, err := b.operatorWrites()
 		must(err)
 		if i == 0 {
 			createWrites = after - before
+			createConflicts = writeConflicts{conflict: c1.conflict - c0.conflict, alreadyExists: c1.alreadyExists - c0.alreadyExists}
 		}
 
 		// etcd refuses a membership change until every voter has been
@@ -112,10 +114,10 @@ func main() {
 		if i == 0 {
 			// Let the last status writes of the scale settle, then watch.
 			time.Sleep(5 * time.Second)
-			w0, err := b.operatorWrites()
+			w0, _, err := b.operatorWrites()
 			must(err)
 			time.Sleep(*idleWait)
-			w1, err := b.operatorWrites()
+			w1, _, err := b.operatorWrites()
 			must(err)
 			idleWrites = (w1 - w0) / idleWait.Minutes()
 		}
@@ -193,7 +195,7 @@ func main() {
 	res := results{
 		podReady: median(podReady), podRestart: median(podRestart), learnerRef: median(learnerRef),
 		clusterReady: median(clusterReady), scaleStep: median(scaleStep), memberBack: median(memberBack),
-		createWrites: createWrites, idleWrites: idleWrites, runs: *runs,
+		createWrites: createWrites, createConflicts: createConflicts, idleWrites: idleWrites, runs: *runs,
 		firstBack: median(firstBack), firstDone: median(firstDone), rollAll: median(rollAll),
 		upgrade: median(upgradeTook), maxGap: median(maxGap), worstGap: slices.Max(maxGap),
 		writes: writes, failures: failures, errs: errs,
@@ -230,6 +232,7 @@ type results struct {
 	podReady, podRestart, learnerRef    float64
 	clusterReady, scaleStep, memberBack float64
 	createWrites, idleWrites            float64
+	createConflicts                     writeConflicts
 	firstBack, firstDone, rollAll       float64
 	upgrade, maxGap, worstGap           float64
 	writes, failures                    int
@@ -271,7 +274,8 @@ func (r results) markdown() string {
 	if r.defragRuns > 0 {
 		fmt.Fprintf(&b, "| longest wait of a client connected through the client Service to that follower while it is defragmented (%s) | %.2f s | the same clients, no defragmentation, same run: %.2f s | %.1f | |\n", runsText(r.defragRuns), r.defragStall, r.defragQuiet, r.defragStall/r.defragQuiet)
 	}
-	fmt.Fprintf(&b, "| operator API writes to create 3 members (events included, lease renewals not) | %.0f | | | <= 30 |\n", r.createWrites)
+	fmt.Fprintf(&b, "| operator API writes to create 3 members, TLS on (events included, lease renewals not) | %.0f | | | <= 25 |\n", r.createWrites)
+	fmt.Fprintf(&b, "| of which refused with 409: Conflict (a write from a stale copy) / AlreadyExists (a create of what exists) | %.0f / %.0f | | | 0 Conflict |\n", r.createConflicts.conflict, r.createConflicts.alreadyExists)
 	fmt.Fprintf(&b, "| operator API writes per minute, idle healthy cluster | %.1f | | | 0 |\n", r.idleWrites)
 	fmt.Fprintf(&b, "\nThe learner step is measured on a cluster that has been healthy for 6 s, like its reference: right after a cluster forms or a member joins, etcd refuses the next membership change until every voter has been connected for 5 s, which the operator waits out by retrying (so a 3 -> 5 scale right after creation costs that wait once more). A hand-driven two-learner reference was tried and dropped: on this machine it varied from 7.5 s to 15 s per learner between runs. API writes are counted by the operator itself (raftsman_api_writes_total), Lease renewals (shard and presence Leases) and the metrics endpoint's own token and access reviews of the benchmark's scrapes left out.\n")
 	fmt.Fprintf(&b, "\nRolling changes run on a 3-member cluster of their own, created with spec.version %[1]s once the cluster of the rows above and the reference Pods are deleted, and settled for 6 s like the learner step. The upgrade is timed from the patch of spec.version to %[2]s until Progressing is False for the cluster's new generation, Available True, status.version %[2]s and no rollout left in the status. Meanwhile the benchmark puts a key every 20 ms through the cluster's client Service (etcd's Go client, TLS with the client certificate of status.tls, one endpoint: the Service, 1 s timeout per write, started before the patch); the gap is the longest time between two successful writes from the last one before the patch to the first one after convergence (the row gives the median of the %[3]d runs' longest gaps and the worst of them, %.2[4]f s; %[5]d writes succeeded and %[6]d failed over all runs%[9]s). The one-member restart is then measured on that cluster, settled again for 6 s: a Pod template annotation (spec.podTemplate.metadata.annotations) is changed, which every member rolls, and the time runs from the patch until the first member the operator restarted (a follower) has a new Pod, its EtcdMember Ready for its new generation, and is healthy in the cluster's status.members. Until the operator counts that member done (healthy and caught up: its etcd.raftsman.io/update-started annotation removed) it took %.1[7]f s, and the whole 3-member rollout %.1[8]f s.\n",
@@ -357,17 +361,21 @@ func keptScaleSection(path string) string {
 	return "\n" + s[start:end+len("<!-- /bench-scale -->")] + "\n"
 }
 
+// writeConflicts are the operator's writes the API server refused with 409.
+type writeConflicts struct{ conflict, alreadyExists float64 }
+
 // operatorWrites sums the operator's own count of its write requests to the
 // API server, leader election's lease renewals left out (they cost the same
-// whatever the number of clusters).
-func (b *bench) operatorWrites() (float64, error) {
+// whatever the number of clusters), and of those refused with 409.
+func (b *bench) operatorWrites() (float64, writeConflicts, error) {
+	var refused writeConflicts
 	p, err := b.operatorPod()
 	if err != nil {
-		return 0, err
+		return 0, refused, err
 	}
 	body, err := scrape.Operator(b.ctx, b.cs, p, "raftsman-system", "raftsman-metrics-reader")
 	if err != nil {
-		return 0, err
+		return 0, refused, err
 	}
 	var total float64
 	sc := bufio.NewScanner(strings.NewReader(body))
@@ -375,15 +383,22 @@ func (b *bench) operatorWrites() (float64, error) {
 		line := sc.Text()
 		// Leases are renewed whatever the clusters do; token and access
 		// reviews are the metrics endpoint checking this very scrape.
-		if !strings.HasPrefix(line, "raftsman_api_writes_total{") || strings.Contains(line, `resource="leases"`) ||
+		if !strings.HasPrefix(line, "raftsman_api_write") || strings.Contains(line, `resource="leases"`) ||
 			strings.Contains(line, `resource="tokenreviews"`) || strings.Contains(line, `resource="subjectaccessreviews"`) {
 			continue
 		}
 		f := strings.Fields(line)
 		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-		total += v
+		switch {
+		case strings.HasPrefix(line, "raftsman_api_writes_total{"):
+			total += v
+		case strings.HasPrefix(line, "raftsman_api_write_conflicts_total{") && strings.Contains(line, `reason="AlreadyExists"`):
+			refused.alreadyExists += v
+		case strings.HasPrefix(line, "raftsman_api_write_conflicts_total{"):
+			refused.conflict += v
+		}
 	}
-	return total, sc.Err()
+	return total, refused, sc.Err()
 }
 
 func isReady(p *corev1.Pod) bool {

@@ -1,0 +1,86 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The accessors below are the only way a controller reads a status field
+// another controller writes (StatusFields): each returns the field with ok
+// only behind its owner's condition for the object's current generation, so
+// that a reader never acts on what the owner wrote for an older spec. A
+// direct read in another controller's package fails
+// TestNoUndeclaredStatusReads.
+//
+//	| accessor                    | field                          | reader          | behind (owner)                                  |
+//	|-----------------------------|--------------------------------|-----------------|-------------------------------------------------|
+//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup | TLSReady (tls)                                  |
+//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (backup)                           |
+//	| EtcdCluster.ObservedMembers | status.members                 | backup          | status.observedGeneration (cluster)             |
+//	| EtcdCluster.ObservedID      | status.clusterID               | backup          | status.observedGeneration (cluster)             |
+//	| EtcdMember.RegisteredRole   | status.role                    | backup          | Registered (cluster)                            |
+//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster         | Complete (backup)                               |
+//
+// Spec fields one controller writes for another to read: the cluster
+// controller writes each EtcdMember's spec (the member controller runs it,
+// and its Ready for the member's generation says it does); the tls
+// controller reads a member's spec.tls.trustRevision only behind that Ready.
+
+// TLSSecrets is status.tls, the Secrets of the cluster's certificates,
+// while TLSReady is True for the cluster's generation.
+func (c *EtcdCluster) TLSSecrets() (*TLSStatus, bool) {
+	if !isTrue(c.Status.Conditions, ConditionTLSReady, c.Generation) || c.Status.TLS == nil {
+		return nil, false
+	}
+	return c.Status.TLS, true
+}
+
+// CheckedRestore is status.restore, the snapshot a new cluster is made
+// from, while RestoreReady (its sha256 checked) is True for the generation.
+func (c *EtcdCluster) CheckedRestore() (*RestoreStatus, bool) {
+	if !isTrue(c.Status.Conditions, ConditionRestoreReady, c.Generation) || c.Status.Restore == nil {
+		return nil, false
+	}
+	return c.Status.Restore, true
+}
+
+// ObservedMembers is status.members, once the cluster controller's status
+// is of the current generation.
+func (c *EtcdCluster) ObservedMembers() ([]ClusterMemberStatus, bool) {
+	if c.Status.ObservedGeneration != c.Generation {
+		return nil, false
+	}
+	return c.Status.Members, true
+}
+
+// ObservedID is status.clusterID ("" before the cluster formed), once the
+// cluster controller's status is of the current generation.
+func (c *EtcdCluster) ObservedID() (string, bool) {
+	if c.Status.ObservedGeneration != c.Generation {
+		return "", false
+	}
+	return c.Status.ClusterID, true
+}
+
+// RegisteredRole is a member's role in etcd while Registered is True for
+// the member's generation.
+func (m *EtcdMember) RegisteredRole() (MemberRole, bool) {
+	if !isTrue(m.Status.Conditions, ConditionRegistered, m.Generation) {
+		return "", false
+	}
+	return m.Status.Role, true
+}
+
+// Snapshot is a backup's status (where its snapshot is, its sha256,
+// revision and times) while Complete is True for the backup's generation.
+func (b *EtcdBackup) Snapshot() (*EtcdBackupStatus, bool) {
+	if !isTrue(b.Status.Conditions, ConditionComplete, b.Generation) {
+		return nil, false
+	}
+	return &b.Status, true
+}
+
+func isTrue(conds []metav1.Condition, t string, generation int64) bool {
+	c := meta.FindStatusCondition(conds, t)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
+}

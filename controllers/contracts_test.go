@@ -1,0 +1,75 @@
+package controllers
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+)
+
+// TestNoUndeclaredStatusReads: a controller reads a status field another
+// controller writes only through its accessor in api/v1alpha1
+// (contracts.go), which checks the owner's condition for the current
+// generation. A direct read of another's field in a controller's package
+// fails here, with where it is.
+func TestNoUndeclaredStatusReads(t *testing.T) {
+	owner := map[string]string{} // Go field name -> owning controller
+	for kind, typ := range map[string]reflect.Type{
+		"EtcdCluster": reflect.TypeFor[etcdv1.EtcdClusterStatus](),
+		"EtcdMember":  reflect.TypeFor[etcdv1.EtcdMemberStatus](),
+		"EtcdBackup":  reflect.TypeFor[etcdv1.EtcdBackupStatus](),
+	} {
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "conditions" {
+				continue // conditions are the contract itself
+			}
+			o := etcdv1.StatusFields[kind][name]
+			if prev, ok := owner[f.Name]; ok && prev != o {
+				t.Fatalf("status field %s has two owners (%s, %s): the check by name cannot tell them apart", f.Name, prev, o)
+			}
+			owner[f.Name] = o
+		}
+	}
+	var found []string
+	for _, ctl := range []string{"cluster", "member", "tls", "backup"} {
+		files, err := filepath.Glob(filepath.Join(ctl, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fset := token.NewFileSet()
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(fset, f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				inner, ok := sel.X.(*ast.SelectorExpr)
+				if !ok || inner.Sel.Name != "Status" {
+					return true
+				}
+				if o, ok := owner[sel.Sel.Name]; ok && o != ctl {
+					found = append(found, fset.Position(sel.Pos()).String()+": "+ctl+" reads Status."+sel.Sel.Name+", which "+o+" writes")
+				}
+				return true
+			})
+		}
+	}
+	sort.Strings(found)
+	for _, f := range found {
+		t.Error(f)
+	}
+}
