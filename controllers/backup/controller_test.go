@@ -570,8 +570,9 @@ func getCluster(t *testing.T, c client.Client, cl *etcdv1.EtcdCluster) *etcdv1.E
 }
 
 // updateClusterStatus plays the cluster controller: it changes the status
-// of the newest cluster, retried when the backup controller wrote in
-// between.
+// of the newest cluster and says it observed its generation (the backup
+// controller reads the cluster controller's fields only then), retried when
+// the backup controller wrote in between.
 func updateClusterStatus(t *testing.T, c client.Client, cl *etcdv1.EtcdCluster, mutate func(*etcdv1.EtcdCluster)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -580,6 +581,7 @@ func updateClusterStatus(t *testing.T, c client.Client, cl *etcdv1.EtcdCluster, 
 			return err
 		}
 		mutate(got)
+		got.Status.ObservedGeneration = got.Generation
 		return c.Status().Update(t.Context(), got)
 	})
 	if err != nil {

@@ -58,11 +58,19 @@ func TestPickMember(t *testing.T) {
 		},
 		{name: "no members"},
 	}
+	t.Run("status of an older generation", func(t *testing.T) {
+		t.Parallel()
+		c := testCluster()
+		c.Status.Members, c.Status.ObservedGeneration = []etcdv1.ClusterMemberStatus{voter("demo-a", true, false)}, c.Generation-1
+		if got, ok := pickMember(c); ok {
+			t.Errorf("pickMember = %q from members the cluster controller listed for an older spec; want none until it observed this one", got)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := testCluster()
-			c.Status.Members = tt.members
+			c.Status.Members, c.Status.ObservedGeneration = tt.members, c.Generation
 			before := append([]etcdv1.ClusterMemberStatus(nil), tt.members...)
 			got, ok := pickMember(c)
 			if got != tt.want || ok != tt.wantOK {
