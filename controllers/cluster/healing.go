@@ -29,16 +29,6 @@ func (r *Reconciler) observeAlarms(ctx context.Context, s *scope) {
 	s.alarms, s.alarmsKnown = alarms, true
 }
 
-// memberByID is the active EtcdMember etcd knows by id.
-func (s *scope) memberByID(id uint64) *etcdv1.EtcdMember {
-	for _, m := range s.active() {
-		if em, ok := s.inEtcd(m); ok && em.ID == id {
-			return m
-		}
-	}
-	return nil
-}
-
 // replaceCorruptMembers replaces the member a CORRUPT alarm names: its data
 // differs from the others', so it must not vote or serve. Its EtcdMember is
 // deleted (finishRemovals then removes it from etcd, scaleUp adds a fresh

@@ -138,13 +138,6 @@ func (r *Reconciler) undrain(ctx context.Context, s *scope) (ctrl.Result, error)
 	return ctrl.Result{}, nil
 }
 
-// canDefragNow: a defragmentation may go on: every member a healthy voter,
-// as many as the spec asks for, no rollout or recovery, not suspending.
-func (s *scope) canDefragNow() bool {
-	return s.formed && !s.suspending && s.allHealthyVoters() && len(s.active()) == s.desired &&
-		s.cluster.Status.Rollout == nil && !recovering(s.cluster)
-}
-
 // setDrained writes the member's spec.drained.
 func (r *Reconciler) setDrained(ctx context.Context, s *scope, m *etcdv1.EtcdMember, drained bool) error {
 	patch := client.MergeFrom(m.DeepCopy())
@@ -215,18 +208,6 @@ const (
 	nearQuotaInterval = 10 * time.Second
 )
 
-// nearQuota says whether a member's database is close to its quota.
-func (s *scope) nearQuota() bool {
-	for _, m := range s.active() {
-		em, ok := s.inEtcd(m)
-		q := resources.EffectiveQuota(m.Spec.Options.QuotaBackendBytes)
-		if st, healthy := s.health[em.ID]; ok && healthy && st.DBSize*100 >= q*nearQuota {
-			return true
-		}
-	}
-	return false
-}
-
 // stillFull names the members whose database came out of this NOSPACE
 // run's defragmentation at or above their quota, or "".
 func (s *scope) stillFull(run *etcdv1.DefragRun) string {
@@ -277,30 +258,6 @@ func overThresholds(p etcdv1.DefragPolicy, st etcd.Status) bool {
 		minBytes = p.MinFreeBytes.Value()
 	}
 	return free*100 >= pct*st.DBSize && free >= minBytes
-}
-
-// defragOrder names the members to defragment (those ok accepts, every
-// one when ok is nil): followers by name, the leader last.
-func (s *scope) defragOrder(ok func(etcd.Status) bool) []string {
-	var followers []string
-	leader := ""
-	for _, m := range s.active() {
-		em, in := s.inEtcd(m)
-		st, healthy := s.health[em.ID]
-		if !in || !healthy || (ok != nil && !ok(st)) {
-			continue
-		}
-		if em.ID == s.leader {
-			leader = m.Name
-			continue
-		}
-		followers = append(followers, m.Name)
-	}
-	slices.Sort(followers)
-	if leader != "" {
-		followers = append(followers, leader)
-	}
-	return followers
 }
 
 // compactForNoSpace compacts the history, keeping the newest revisions, so
@@ -515,22 +472,6 @@ func (s *scope) maintenance() *etcdv1.MaintenanceStatus {
 		s.cluster.Status.Maintenance = &etcdv1.MaintenanceStatus{}
 	}
 	return s.cluster.Status.Maintenance
-}
-
-// allHealthyVoters: every active member is a voter etcd knows and answered
-// (or is being defragmented beside the workers: it answers again after).
-func (s *scope) allHealthyVoters() bool {
-	for _, m := range s.active() {
-		em, ok := s.inEtcd(m)
-		if !ok || em.IsLearner || (!s.healthy(em.ID) && m.Name != s.defragging) {
-			return false
-		}
-	}
-	return len(s.active()) == len(s.etcdList)
-}
-
-func (s *scope) hasAlarm(typ string) bool {
-	return s.alarmsKnown && slices.ContainsFunc(s.alarms, func(a etcd.Alarm) bool { return a.Type == typ })
 }
 
 // recovering: a quorum recovery has not finished.

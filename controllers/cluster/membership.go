@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -23,17 +22,6 @@ import (
 // non-zero Result once it changed something or has to wait, so the next pass
 // starts from a fresh view of etcd; the watch on EtcdMembers and Pods
 // usually brings that pass sooner than the requeue.
-
-// active are the members that are not being removed.
-func (s *scope) active() []*etcdv1.EtcdMember {
-	out := make([]*etcdv1.EtcdMember, 0, len(s.members))
-	for _, m := range s.members {
-		if m.DeletionTimestamp.IsZero() {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 // finishRemovals removes from etcd each member whose EtcdMember is being
 // deleted, then releases the EtcdMember so that its Pod and PVC go.
@@ -98,23 +86,6 @@ func (r *Reconciler) removeFromEtcd(ctx context.Context, s *scope, m *etcdv1.Etc
 	return ctrl.Result{}, nil
 }
 
-// successor is the healthy voter, other than id and for which ok holds
-// (any, when ok is nil), that is furthest ahead: the highest applied index.
-func (s *scope) successor(id uint64, ok func(etcd.Member) bool) (etcd.Member, bool) {
-	var best etcd.Member
-	var index uint64
-	for _, em := range s.etcdList {
-		st, healthy := s.health[em.ID]
-		if em.ID == id || em.IsLearner || !healthy || (ok != nil && !ok(em)) {
-			continue
-		}
-		if best.ID == 0 || st.RaftAppliedIndex > index {
-			best, index = em, st.RaftAppliedIndex
-		}
-	}
-	return best, best.ID != 0
-}
-
 // moveLeader hands leadership from m, the leader, to the member to, before
 // what is done to m next ("removing", "updating"); the next pass, with
 // etcd's new view, goes on.
@@ -129,20 +100,6 @@ func (r *Reconciler) moveLeader(ctx context.Context, s *scope, m *etcdv1.EtcdMem
 	observe("move_leader", nil)
 	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before %s it", m.Name, to.Name, next)
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
-}
-
-// lost says whether a member can never run again: its data is gone, its Pod
-// was lost with its node, or etcd no longer lists a member it did list
-// (removed behind the operator's back).
-func (s *scope) lost(m *etcdv1.EtcdMember) bool {
-	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && (c.Reason == etcdv1.ReasonDataLost || c.Reason == etcdv1.ReasonPodLost) && c.ObservedGeneration == m.Generation {
-		return true
-	}
-	if !s.formed {
-		return false
-	}
-	_, listed := s.inEtcd(m)
-	return !listed && (m.Status.MemberID != "" || m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew)
 }
 
 // replaceLostMembers deletes the EtcdMember of a lost member; finishRemovals
@@ -185,33 +142,6 @@ func (r *Reconciler) scaleDown(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, fmt.Errorf("delete member %s: %w", victim.Name, err)
 	}
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
-}
-
-// pickVictim chooses the member whose removal hurts least: one etcd does not
-// know yet, a learner, an unhealthy member, a follower, the leader last; the
-// newest among equals.
-func (s *scope) pickVictim(active []*etcdv1.EtcdMember) *etcdv1.EtcdMember {
-	rank := func(m *etcdv1.EtcdMember) int {
-		em, ok := s.inEtcd(m)
-		switch {
-		case !ok:
-			return 0
-		case em.IsLearner:
-			return 1
-		case !s.healthy(em.ID):
-			return 2
-		case em.ID != s.leader:
-			return 3
-		}
-		return 4
-	}
-	victim := active[len(active)-1]
-	for i := len(active) - 1; i >= 0; i-- {
-		if rank(active[i]) < rank(victim) {
-			victim = active[i]
-		}
-	}
-	return victim
 }
 
 // scaleUp creates the EtcdMember of the next member once every member is a
@@ -300,45 +230,11 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 	return ctrl.Result{}, nil
 }
 
-// initialCluster is etcd's member list as this pass saw it, with the
-// member name at peerURL added: the --initial-cluster of a member joining.
-func (s *scope) initialCluster(name, peerURL string) string {
-	pairs := [][2]string{}
-	for _, em := range s.etcdList {
-		if em.Name != "" && len(em.PeerURLs) > 0 && !slices.Contains(em.PeerURLs, peerURL) {
-			pairs = append(pairs, [2]string{em.Name, em.PeerURLs[0]})
-		}
-	}
-	return resources.InitialCluster(append(pairs, [2]string{name, peerURL}))
-}
-
 // learnerFailingFor is how long a learner that never started may keep
 // failing (its container exiting, its image missing) before it is added
 // again: long enough for a first exit the kubelet's restart cures, short
 // enough to be back well within a minute.
 const learnerFailingFor = 20 * time.Second
-
-// learnerCannotJoin says why a learner that has not started yet never
-// will, "" while it may: its --initial-cluster is not etcd's member list
-// any more (a member was removed or added since it was written, and etcd
-// refuses a joining member whose list differs: "member count is
-// unequal"), or its container keeps exiting (the member controller's
-// Ready reason PodFailing, for the member's generation). Such a learner is
-// removed and added again at once, with the member list of that moment,
-// rather than after the learner timeout.
-func (s *scope) learnerCannotJoin(m *etcdv1.EtcdMember, em etcd.Member) string {
-	if em.Started() {
-		return ""
-	}
-	if want := s.initialCluster(m.Name, m.Spec.PeerURL); want != m.Spec.InitialCluster {
-		return fmt.Sprintf("cannot join: its --initial-cluster %q is not etcd's member list %q any more", m.Spec.InitialCluster, want)
-	}
-	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Reason == etcdv1.ReasonPodFailing &&
-		c.ObservedGeneration == m.Generation && time.Since(c.LastTransitionTime.Time) >= learnerFailingFor {
-		return "cannot start: " + c.Message
-	}
-	return ""
-}
 
 // promoteLearners promotes a learner once its etcd has started; etcd itself
 // refuses while the learner is behind, which is retried soon.

@@ -164,7 +164,7 @@ func TestMetricsRecordDBSizes(t *testing.T) {
 			// A record of an earlier pass, which this one replaces.
 			dbSizes.Store(key, dbSizeRecord{at: time.Now(), members: map[string]memberDB{"gone": {size: 1}}})
 			t.Cleanup(func() { dbSizes.Delete(key) })
-			recordDBSizes(&scope{cluster: ec, members: tc.members, etcdList: tc.list, health: tc.health})
+			recordDBSizes(&scope{view: view{cluster: ec, members: tc.members, etcdList: tc.list, health: tc.health}})
 			v, ok := dbSizes.Load(key)
 			switch {
 			case tc.want == nil && ok:

@@ -33,25 +33,17 @@ import (
 // back first.
 const cacheLag = time.Second
 
-// scope is what one reconcile of a cluster learns and decides.
+// scope is what one reconcile of a cluster decides, beside what it knows
+// of the cluster (view, view.go).
 type scope struct {
-	cluster *etcdv1.EtcdCluster
-	base    *etcdv1.EtcdCluster
-	desired int
+	view
 
-	// members are the cluster's EtcdMembers, oldest first; memberBases
-	// holds each as read, for the status patch of the ones that changed.
-	members     []*etcdv1.EtcdMember
+	base *etcdv1.EtcdCluster
+	// memberBases holds each member as read, for the status apply of the
+	// ones that changed.
 	memberBases map[string]*etcdv1.EtcdMember
 
 	client etcd.Client
-	// formed: etcd answered a member list, so the cluster exists.
-	formed    bool
-	clusterID uint64
-	etcdList  []etcd.Member
-	// health of each member by etcd member ID; leader is the leader's ID.
-	health map[uint64]etcd.Status
-	leader uint64
 	// etcdErr is the last unexpected etcd error, for the conditions.
 	etcdErr error
 
@@ -60,15 +52,9 @@ type scope struct {
 	progress, progressMsg string
 	waiting, waitingMsg   string
 
-	// alarms are etcd's alarms, when alarmsKnown (etcd listed them).
-	alarms      []etcd.Alarm
-	alarmsKnown bool
 	// quorumReport names, once etcd has no quorum, the members gone and
 	// what each reachable member holds.
 	quorumReport string
-	// reachable are the members that answered their status request while
-	// etcd had no quorum, with what each said.
-	reachable map[string]etcd.Status
 
 	// plan is how the members get to spec.version (prepareVersion).
 	plan versionPlan
@@ -77,27 +63,10 @@ type scope struct {
 	// foreign names the objects under names the cluster needs (its
 	// Services, its PDB) that it does not own: they are left as they are.
 	foreign []string
-	// undecodable names the cluster's EtcdMembers the operator cannot
-	// decode (holdForUndecodable).
-	undecodable []string
 
 	// restoreFrom is the snapshot the first member of a cluster restored
 	// from a backup after a lost quorum is made from (restoreFromBackup).
 	restoreFrom *etcdv1.MemberRestore
-
-	// servingOnly: the client Service selects on the serving label, so a
-	// drained member gets no new connections.
-	servingOnly bool
-
-	// suspending: spec.suspend asks to stop the members; changes under way
-	// end but none starts. suspended: the backup controller said Suspended
-	// for this generation, so the members' Pods stop and nothing is done.
-	suspending, suspended bool
-
-	// defragging names the member whose defragmentation runs beside the
-	// workers now: it may not answer until it ends, which is no reason
-	// to stop the run that started it.
-	defragging string
 
 	// afterWrite runs once this pass's status is written: events that
 	// report what the status records, so that a pass whose write failed
@@ -185,7 +154,10 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 	if err := r.List(ctx, list, kube.OfCluster(c.Namespace, c.Name, kube.WithUndecodable)...); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
-	s := &scope{cluster: c, base: c.DeepCopy(), desired: int(resources.Replicas(c)), memberBases: map[string]*etcdv1.EtcdMember{}, health: map[uint64]etcd.Status{}, written: &r.written}
+	s := &scope{
+		view: view{cluster: c, desired: int(resources.Replicas(c)), health: map[uint64]etcd.Status{}},
+		base: c.DeepCopy(), memberBases: map[string]*etcdv1.EtcdMember{}, written: &r.written,
+	}
 	if c.Spec.Suspend {
 		// Once True, Suspended stays True while spec.suspend does (the
 		// backup controller restamps it for later generations).
@@ -402,12 +374,6 @@ func (r *Reconciler) ensurePDB(ctx context.Context, s *scope) (ctrl.Result, erro
 	return ctrl.Result{}, nil
 }
 
-// legacyOptions: the cluster's members were made before the operator
-// filled in default options (resources.MemberOptions): one has no quota.
-func (s *scope) legacyOptions() bool {
-	return slices.ContainsFunc(s.members, func(m *etcdv1.EtcdMember) bool { return m.Spec.Options.QuotaBackendBytes == nil })
-}
-
 // memberSpec is the spec of a member of the cluster.
 func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClusterState, initialCluster string) etcdv1.EtcdMemberSpec {
 	c, d := s.cluster, r.Options.ClusterDomain
@@ -515,10 +481,6 @@ func initialMemberName(c *etcdv1.EtcdCluster, i int) string {
 		suffix[j] = alphabet[int(sum[j])%len(alphabet)]
 	}
 	return c.Name + "-" + string(suffix)
-}
-
-func (s *scope) hasMember(name string) bool {
-	return slices.ContainsFunc(s.members, func(m *etcdv1.EtcdMember) bool { return m.Name == name })
 }
 
 // bootstrap starts a brand-new cluster: all initial members at once, with
@@ -703,12 +665,6 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	return ctrl.Result{}, nil
 }
 
-func (s *scope) anyMemberReady() bool {
-	return slices.ContainsFunc(s.members, func(m *etcdv1.EtcdMember) bool {
-		return kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation)
-	})
-}
-
 func findByPeerURL(list []etcd.Member, peerURL string) (etcd.Member, bool) {
 	for _, em := range list {
 		if slices.Contains(em.PeerURLs, peerURL) {
@@ -716,44 +672,6 @@ func findByPeerURL(list []etcd.Member, peerURL string) (etcd.Member, bool) {
 		}
 	}
 	return etcd.Member{}, false
-}
-
-// inEtcd returns the etcd member of an EtcdMember, if etcd lists it.
-func (s *scope) inEtcd(m *etcdv1.EtcdMember) (etcd.Member, bool) {
-	return findByPeerURL(s.etcdList, m.Spec.PeerURL)
-}
-
-// healthy says whether the etcd member answered its status request.
-func (s *scope) healthy(id uint64) bool {
-	_, ok := s.health[id]
-	return ok
-}
-
-// voters counts the voting members and the healthy ones.
-func (s *scope) voters() (all, healthy int) {
-	for _, em := range s.etcdList {
-		if !em.IsLearner {
-			all++
-			if s.healthy(em.ID) {
-				healthy++
-			}
-		}
-	}
-	return all, healthy
-}
-
-// removalKeepsQuorum says whether removing em leaves a quorum of healthy
-// voters among the voters that remain.
-func (s *scope) removalKeepsQuorum(em etcd.Member) bool {
-	if em.IsLearner {
-		return true
-	}
-	all, healthy := s.voters()
-	if s.healthy(em.ID) {
-		healthy--
-	}
-	all--
-	return all > 0 && healthy >= all/2+1
 }
 
 func (r *Reconciler) etcdCtx(ctx context.Context) (context.Context, context.CancelFunc) {

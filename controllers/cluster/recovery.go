@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -42,12 +41,6 @@ import (
 
 // defaultQuorumLossAfter is how long an Automatic recovery waits.
 const defaultQuorumLossAfter = 5 * time.Minute
-
-// recovering says whether a recovery is under way (not Done).
-func (s *scope) recovering() bool {
-	rs := s.cluster.Status.Recovery
-	return rs != nil && rs.Phase != etcdv1.RecoveryDone
-}
 
 // recoverQuorum starts or goes on with a recovery while etcd answers no
 // membership question (observeEtcd found no quorum).
@@ -269,14 +262,6 @@ func (r *Reconciler) latestBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBa
 		}
 	}
 	return best, nil
-}
-
-func (s *scope) memberNamed(name string) *etcdv1.EtcdMember {
-	i := slices.IndexFunc(s.active(), func(m *etcdv1.EtcdMember) bool { return m.Name == name })
-	if i < 0 {
-		return nil
-	}
-	return s.active()[i]
 }
 
 func (r *Reconciler) memberStatus(ctx context.Context, s *scope, m *etcdv1.EtcdMember) (etcd.Status, error) {
@@ -621,13 +606,6 @@ func (r *Reconciler) startRestore(s *scope, src source) (ctrl.Result, error) {
 	s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, c.Status.Recovery.Message
 	r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "QuorumRecoveryStarted", "Recover", "Recovering the lost quorum from backup %s (revision %d, taken %s): every member goes with its volume kept, and a new etcd cluster starts from the snapshot", b.Name, snap.Revision, taken)
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
-}
-
-// restoringBackup says whether a restore from a backup is under way and
-// its new cluster has not answered yet (phase Restoring).
-func (s *scope) restoringBackup() bool {
-	rs := s.cluster.Status.Recovery
-	return rs != nil && rs.Phase == etcdv1.RecoveryRestoring
 }
 
 // restoring goes on with a restore from a backup whose intent is stored,

@@ -492,7 +492,7 @@ func TestBackupOfAnEarlierClusterIsNotRestored(t *testing.T) {
 	h.addBackup("mine", "demo", 20*time.Minute, 100, true)
 	h.addBackup("earlier-cluster", "demo", time.Hour, 900, true)
 	h.addBackup("earlier-still", "demo", 2*time.Hour, 800, true)
-	s := &scope{cluster: h.cluster()}
+	s := &scope{view: view{cluster: h.cluster()}}
 	b, err := h.r.latestBackup(context.Background(), s)
 	if err != nil || b == nil || b.Name != "mine" {
 		t.Fatalf("latest backup = %v (%v), want mine", b, err)

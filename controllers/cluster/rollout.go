@@ -16,7 +16,6 @@ import (
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
-	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
@@ -83,38 +82,6 @@ func rolledOut(m *etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec) bool {
 	cp := m.Spec.DeepCopy()
 	applyRolling(cp, want)
 	return equality.Semantic.DeepEqual(*cp, m.Spec)
-}
-
-// runningVersions are the versions the active members run, as etcd last
-// reported them (a member that does not answer now keeps the version the
-// status last showed for it).
-func (s *scope) runningVersions() []string {
-	last := lastVersions(s.cluster)
-	var out []string
-	for _, m := range s.active() {
-		em, ok := s.inEtcd(m)
-		if !ok {
-			continue
-		}
-		if st, ok := s.health[em.ID]; ok && st.Version != "" {
-			out = append(out, st.Version)
-		} else if v := last[m.Name]; v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// downgradeEnabled says whether etcd reports a downgrade under way, and to
-// which version. etcd 3.5 members do not report it, so any member that
-// does counts.
-func (s *scope) downgradeEnabled() (bool, string) {
-	for _, st := range s.health {
-		if st.Downgrade.Enabled {
-			return true, st.Downgrade.TargetVersion
-		}
-	}
-	return false, ""
 }
 
 // prepareVersion decides how the members get to spec.version and does what
@@ -242,29 +209,6 @@ func (r *Reconciler) enableDowngrade(ctx context.Context, s *scope, target, refu
 	return ctrl.Result{}, true
 }
 
-// formatsNot names the members whose data format (storage version) etcd
-// does not report as ok: those that do not answer count as not ok when
-// unanswered is set. Members of 3.5 report none, which counts as ok.
-func (s *scope) formatsNot(ok func(minor int) bool, unanswered bool) []string {
-	var out []string
-	for _, m := range s.active() {
-		em, listed := s.inEtcd(m)
-		if !listed {
-			continue
-		}
-		st, answered := s.health[em.ID]
-		switch {
-		case !answered:
-			if unanswered {
-				out = append(out, m.Name)
-			}
-		case st.StorageVersion != "" && !ok(minorNum(st.StorageVersion)):
-			out = append(out, fmt.Sprintf("%s (%s)", m.Name, minorOf(st.StorageVersion)))
-		}
-	}
-	return out
-}
-
 // newMemberVersion is the version a member added now runs: the spec's,
 // unless the running members would not accept it yet. While a version
 // change is blocked that is the lowest running version; while a minor
@@ -289,62 +233,6 @@ func ensureRollout(ro *etcdv1.RolloutStatus) *etcdv1.RolloutStatus {
 		return &etcdv1.RolloutStatus{}
 	}
 	return ro
-}
-
-// caughtUp says whether the member's applied index is within caughtUpLag
-// of the leader's committed index, both read in this pass.
-func (s *scope) caughtUp(em etcd.Member) bool {
-	st, ok := s.health[em.ID]
-	if !ok {
-		return false
-	}
-	if em.ID == s.leader {
-		return true
-	}
-	lst, ok := s.health[s.leader]
-	if !ok || st.Leader == 0 {
-		return false
-	}
-	return st.RaftAppliedIndex+caughtUpLag >= lst.RaftIndex
-}
-
-// settled says whether a member runs its current spec and is a healthy,
-// caught-up voter.
-func (s *scope) settled(m *etcdv1.EtcdMember) bool {
-	em, ok := s.inEtcd(m)
-	return ok && !em.IsLearner && s.healthy(em.ID) && s.caughtUp(em) &&
-		kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation)
-}
-
-func (s *scope) allSettled() bool {
-	return !slices.ContainsFunc(s.active(), func(m *etcdv1.EtcdMember) bool { return !s.settled(m) })
-}
-
-// unsettledWhy says, for messages, what a member that is not settled shows.
-func (s *scope) unsettledWhy(m *etcdv1.EtcdMember) string {
-	em, ok := s.inEtcd(m)
-	switch {
-	case !ok:
-		return "etcd does not list it"
-	case em.IsLearner:
-		return "it is a learner"
-	}
-	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != m.Generation {
-		if c != nil && c.ObservedGeneration == m.Generation {
-			return c.Message
-		}
-		return "its Pod has not started on its new spec yet"
-	}
-	if !s.healthy(em.ID) {
-		return "etcd does not answer its status request"
-	}
-	if st, lst := s.health[em.ID], s.health[s.leader]; !s.caughtUp(em) {
-		if _, ok := s.health[s.leader]; !ok {
-			return "no leader answers, so it cannot be seen to be caught up"
-		}
-		return fmt.Sprintf("it has applied index %d, the leader has committed %d", st.RaftAppliedIndex, lst.RaftIndex)
-	}
-	return "it is settled"
 }
 
 // rollout gives one member at a time the spec the cluster asks for.
@@ -564,11 +452,6 @@ func updateStarted(m *etcdv1.EtcdMember) (time.Time, bool) {
 		return time.Now(), true
 	}
 	return t, true
-}
-
-func (s *scope) isLeader(m *etcdv1.EtcdMember) bool {
-	em, ok := s.inEtcd(m)
-	return ok && em.ID == s.leader
 }
 
 func boolInt(b bool) int {

@@ -1,0 +1,191 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+)
+
+// viewMember is a member spec for the view tests: EtcdMember name-i at peer
+// URL p-i, etcd ID i+1 when it is in etcd.
+type viewMember struct {
+	inEtcd, learner, healthy, leader bool
+	applied                          uint64
+	deleting                         bool
+	memberID                         string
+	readyReason                      string
+}
+
+// newView builds a formed view of the members, in order (the oldest first).
+func newView(ms ...viewMember) *view {
+	v := &view{cluster: &etcdv1.EtcdCluster{}, formed: true, health: map[uint64]etcd.Status{}}
+	for i, vm := range ms {
+		m := &etcdv1.EtcdMember{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("m%d", i), Generation: 1},
+			Spec:       etcdv1.EtcdMemberSpec{PeerURL: fmt.Sprintf("p%d", i), InitialClusterState: etcdv1.InitialClusterStateExisting},
+			Status:     etcdv1.EtcdMemberStatus{MemberID: vm.memberID},
+		}
+		if vm.deleting {
+			now := metav1.Now()
+			m.DeletionTimestamp = &now
+		}
+		if vm.readyReason != "" {
+			m.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionReady, Status: metav1.ConditionFalse, Reason: vm.readyReason, ObservedGeneration: 1}}
+		}
+		v.members = append(v.members, m)
+		if !vm.inEtcd {
+			continue
+		}
+		id := uint64(i + 1)
+		v.etcdList = append(v.etcdList, etcd.Member{ID: id, Name: m.Name, PeerURLs: []string{m.Spec.PeerURL}, IsLearner: vm.learner})
+		if vm.healthy {
+			v.health[id] = etcd.Status{MemberID: id, RaftAppliedIndex: vm.applied}
+		}
+		if vm.leader {
+			v.leader = id
+		}
+	}
+	return v
+}
+
+var (
+	healthyVoter   = viewMember{inEtcd: true, healthy: true}
+	unhealthyVoter = viewMember{inEtcd: true}
+	leaderVoter    = viewMember{inEtcd: true, healthy: true, leader: true}
+	learnerMember  = viewMember{inEtcd: true, learner: true, healthy: true}
+)
+
+func TestViewRemovalKeepsQuorum(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		members []viewMember
+		remove  int
+		want    bool
+	}{
+		{name: "healthy follower of 3 healthy", members: []viewMember{leaderVoter, healthyVoter, healthyVoter}, remove: 2, want: true},
+		{name: "healthy follower when another is down", members: []viewMember{leaderVoter, healthyVoter, unhealthyVoter}, remove: 1, want: false},
+		{name: "the unhealthy one when another is down", members: []viewMember{leaderVoter, healthyVoter, unhealthyVoter}, remove: 2, want: true},
+		{name: "a learner always", members: []viewMember{leaderVoter, unhealthyVoter, learnerMember}, remove: 2, want: true},
+		{name: "the last voter never", members: []viewMember{leaderVoter}, remove: 0, want: false},
+		{name: "one of 2 healthy", members: []viewMember{leaderVoter, healthyVoter}, remove: 1, want: true},
+		{name: "a healthy one of 4 with one down", members: []viewMember{leaderVoter, healthyVoter, healthyVoter, unhealthyVoter}, remove: 1, want: true},
+		{name: "a healthy one of 5 with two down", members: []viewMember{leaderVoter, healthyVoter, healthyVoter, unhealthyVoter, unhealthyVoter}, remove: 1, want: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newView(tt.members...)
+			em, ok := v.inEtcd(v.members[tt.remove])
+			if !ok {
+				t.Fatal("member not in etcd")
+			}
+			if got := v.removalKeepsQuorum(em); got != tt.want {
+				t.Errorf("removalKeepsQuorum = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestViewPickVictim(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		members []viewMember
+		want    string
+	}{
+		{name: "the newest healthy follower", members: []viewMember{leaderVoter, healthyVoter, healthyVoter}, want: "m2"},
+		{name: "not the leader even when newest", members: []viewMember{healthyVoter, healthyVoter, leaderVoter}, want: "m1"},
+		{name: "an unhealthy voter first", members: []viewMember{unhealthyVoter, leaderVoter, healthyVoter}, want: "m0"},
+		{name: "a learner before an unhealthy voter", members: []viewMember{unhealthyVoter, learnerMember, leaderVoter}, want: "m1"},
+		{name: "a member etcd does not list first of all", members: []viewMember{learnerMember, {}, leaderVoter}, want: "m1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newView(tt.members...)
+			if got := v.pickVictim(v.active()); got.Name != tt.want {
+				t.Errorf("pickVictim = %s, want %s", got.Name, tt.want)
+			}
+		})
+	}
+}
+
+func TestViewLost(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		member viewMember
+		formed bool
+		want   bool
+	}{
+		{name: "in etcd", member: healthyVoter, formed: true},
+		{name: "added once, gone from etcd", member: viewMember{memberID: "1"}, formed: true, want: true},
+		{name: "never added (a joiner not yet added)", member: viewMember{}, formed: true},
+		{name: "gone from etcd, but etcd did not answer", member: viewMember{memberID: "1"}},
+		{name: "its data lost, whatever etcd says", member: viewMember{inEtcd: true, readyReason: etcdv1.ReasonDataLost}, formed: true, want: true},
+		{name: "its Pod lost with its node", member: viewMember{inEtcd: true, readyReason: etcdv1.ReasonPodLost}, want: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newView(tt.member)
+			v.formed = tt.formed
+			if got := v.lost(v.members[0]); got != tt.want {
+				t.Errorf("lost = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestViewSuccessor(t *testing.T) {
+	t.Parallel()
+	ahead := func(vm viewMember, applied uint64) viewMember { vm.applied = applied; return vm }
+	for _, tt := range []struct {
+		name    string
+		members []viewMember
+		wantID  uint64
+		wantOK  bool
+	}{
+		{name: "the healthy voter furthest ahead", members: []viewMember{ahead(leaderVoter, 10), ahead(healthyVoter, 8), ahead(healthyVoter, 9)}, wantID: 3, wantOK: true},
+		{name: "never a learner, however far ahead", members: []viewMember{ahead(leaderVoter, 10), ahead(learnerMember, 99), ahead(healthyVoter, 1)}, wantID: 3, wantOK: true},
+		{name: "never an unhealthy voter", members: []viewMember{leaderVoter, unhealthyVoter}},
+		{name: "none but the leader", members: []viewMember{leaderVoter}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newView(tt.members...)
+			got, ok := v.successor(v.leader, nil)
+			if ok != tt.wantOK || (ok && got.ID != tt.wantID) {
+				t.Errorf("successor = %d, %t; want %d, %t", got.ID, ok, tt.wantID, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestViewMembers(t *testing.T) {
+	t.Parallel()
+	v := newView(leaderVoter, viewMember{inEtcd: true, healthy: true, deleting: true}, unhealthyVoter, learnerMember)
+	if got := len(v.active()); got != 3 {
+		t.Errorf("active = %d members, want 3 (the one being deleted left out)", got)
+	}
+	if all, healthy := v.voters(); all != 3 || healthy != 2 {
+		t.Errorf("voters = %d, %d healthy; want 3, 2 (the learner left out)", all, healthy)
+	}
+	if m := v.memberByID(3); m == nil || m.Name != "m2" {
+		t.Errorf("memberByID(3) = %v, want m2", m)
+	}
+	if m := v.memberByID(2); m != nil {
+		t.Errorf("memberByID(2) = %s, want none: it is being deleted", m.Name)
+	}
+	if !v.isLeader(v.members[0]) || v.isLeader(v.members[2]) {
+		t.Error("isLeader: want m0 only")
+	}
+	if v.allHealthyVoters() {
+		t.Error("allHealthyVoters with a voter down and a learner")
+	}
+	if !v.hasMember("m3") || v.hasMember("m9") {
+		t.Error("hasMember: want m3 and not m9")
+	}
+}
