@@ -127,10 +127,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //  11. continueRecovery: a quorum recovery under way [recovery.go];
 //  12. waitForTLS(false): the certificates of this generation;
 //  13. finishRemovals: members being deleted leave etcd [membership.go];
-//  14. replaceLostMembers, 15. replaceCorruptMembers [membership.go, healing.go];
+//  14. replaceLostMembers [membership.go];
+//  15. replaceCorruptMembers [healing.go];
 //  16. prepareVersion: the version plan, etcd's downgrade [version.go];
-//  17. scaleDown, 18. scaleUp (the EtcdMember), 19. addLearners,
-//     20. promoteLearners [membership.go];
+//  17. scaleDown [membership.go];
+//  18. scaleUp: the new EtcdMember [membership.go];
+//  19. addLearners [membership.go];
+//  20. promoteLearners [membership.go];
 //  21. rollout: the spec to one member at a time [rollout.go];
 //  22. finishRecovery: a quorum recovery ends [recovery.go];
 //  23. maintain: defragmentation and NOSPACE repair [maintenance.go];
