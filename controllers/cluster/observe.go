@@ -68,12 +68,8 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		ctrl.LoggerFrom(ctx).Info("etcd does not answer", "error", err.Error())
 		r.reportQuorumLoss(ctx, s)
 		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Membership changes wait until etcd answers again: %v", err)
-		if s.cluster.Spec.Suspend || len(s.undecodable) > 0 {
-			// An undecodable member may be one of the voters a recovery
-			// would have to fence: none starts (holdForUndecodable).
-			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
-		}
-		return r.recoverQuorum(ctx, s)
+		s.quorumLost = true
+		return ctrl.Result{}, nil
 	}
 	s.formed, s.clusterID, s.etcdList = true, id, list
 	if s.cluster.Status.ClusterID == "" {

@@ -119,39 +119,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //  6. restoreFromBackup: the first member of a cluster restored from a
 //     backup after a lost quorum [recovery.go];
 //  7. bootstrap: the initial members of a new cluster [bootstrap.go];
-//  8. observeEtcd: what etcd says of its members, alarms, and a lost
-//     quorum (which may start a recovery) [observe.go];
-//  9. undrain: back into the client Service, a member whose
+//  8. observeEtcd: what etcd says of its members and alarms [observe.go];
+//  9. recoverQuorum: while etcd does not answer, starts a quorum recovery
+//     (the only step that starts one) or goes on with it; the other
+//     recovery steps (6, 12, 23) only carry on one it started [recovery.go];
+//  10. undrain: back into the client Service, a member whose
 //     defragmentation cannot go on now [maintenance.go];
-//  10. holdForUndecodable: nothing changes while a member cannot be read;
-//  11. continueRecovery: a quorum recovery under way [recovery.go];
-//  12. waitForTLS(false): the certificates of this generation;
-//  13. finishRemovals: members being deleted leave etcd [membership.go];
-//  14. replaceLostMembers [membership.go];
-//  15. replaceCorruptMembers [healing.go];
-//  16. prepareVersion: the version plan, etcd's downgrade [version.go];
-//  17. scaleDown [membership.go];
-//  18. scaleUp: the new EtcdMember [membership.go];
-//  19. addLearners [membership.go];
-//  20. promoteLearners [membership.go];
-//  21. rollout: the spec to one member at a time [rollout.go];
-//  22. finishRecovery: a quorum recovery ends [recovery.go];
-//  23. maintain: defragmentation and NOSPACE repair [maintenance.go];
-//  24. healthCheckLater: come back for a health check [membership.go].
+//  11. holdForUndecodable: nothing changes while a member cannot be read;
+//  12. continueRecovery: a quorum recovery under way [recovery.go];
+//  13. waitForTLS(false): the certificates of this generation;
+//  14. finishRemovals: members being deleted leave etcd [membership.go];
+//  15. replaceLostMembers [membership.go];
+//  16. replaceCorruptMembers [healing.go];
+//  17. prepareVersion: the version plan, etcd's downgrade [version.go];
+//  18. scaleDown [membership.go];
+//  19. scaleUp: the new EtcdMember [membership.go];
+//  20. addLearners [membership.go];
+//  21. promoteLearners [membership.go];
+//  22. rollout: the spec to one member at a time [rollout.go];
+//  23. finishRecovery: a quorum recovery ends [recovery.go];
+//  24. maintain: defragmentation and NOSPACE repair [maintenance.go];
+//  25. healthCheckLater: come back for a health check [membership.go].
 //
 // Scaling goes before the rollout: see rollout.go for why. A suspended
 // cluster runs 1-3 only: its Pods are stopped. While it is being
-// suspended, a change under way ends (13, 19, 20) and none starts.
+// suspended, a change under way ends (14, 20, 21) and none starts.
 func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 	switch {
 	case s.suspended:
 		return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage}
 	case s.suspending:
 		return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-			r.bootstrap, r.observeEtcd, r.undrain, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
+			r.bootstrap, r.observeEtcd, r.recoverQuorum, r.undrain, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-		r.restoreFromBackup, r.bootstrap, r.observeEtcd, r.undrain, r.holdForUndecodable, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
+		r.restoreFromBackup, r.bootstrap, r.observeEtcd, r.recoverQuorum, r.undrain, r.holdForUndecodable, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
 		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.finishRecovery, r.maintain, r.healthCheckLater}
 }
 

@@ -45,6 +45,14 @@ const defaultQuorumLossAfter = 5 * time.Minute
 // recoverQuorum starts or goes on with a recovery while etcd answers no
 // membership question (observeEtcd found no quorum).
 func (r *Reconciler) recoverQuorum(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.quorumLost {
+		return ctrl.Result{}, nil
+	}
+	if s.cluster.Spec.Suspend || len(s.undecodable) > 0 {
+		// An undecodable member may be one of the voters a recovery would
+		// have to fence: none starts (holdForUndecodable).
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
+	}
 	c := s.cluster
 	if s.recovering() {
 		return r.forceFrom(ctx, s)

@@ -39,6 +39,9 @@ type view struct {
 	// alarms are etcd's alarms, when alarmsKnown (etcd listed them).
 	alarms      []etcd.Alarm
 	alarmsKnown bool
+	// quorumLost: the cluster formed once, and etcd did not answer a
+	// member list (recoverQuorum decides what to do).
+	quorumLost bool
 	// reachable are the members that answered their status request while
 	// etcd had no quorum, with what each said.
 	reachable map[string]etcd.Status
