@@ -25,25 +25,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		// (readiness needs a quorum); that member's Ready condition wakes us.
 		return ctrl.Result{}, nil
 	}
-	// Learners answer most requests with "rpc not supported for learner":
-	// the client talks to the members that vote (as etcd said last), or
-	// to all while none is known to.
-	endpoints := make([]string, 0, len(s.members))
-	for _, m := range s.members {
-		if m.Status.Role != etcdv1.RoleLearner {
-			endpoints = append(endpoints, m.Spec.ClientURL)
-		}
-	}
-	if len(endpoints) == 0 {
-		for _, m := range s.members {
-			endpoints = append(endpoints, m.Spec.ClientURL)
-		}
-	}
-	creds, err := credentials.Load(ctx, r.Client, s.cluster)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	cli, err := r.Etcd.Get(ctx, client.ObjectKeyFromObject(s.cluster).String(), endpoints, creds)
+	cli, err := r.etcdClient(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -77,6 +59,53 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	s.cluster.Status.ClusterID = etcd.FormatID(id)
 
+	r.askHealth(tctx, s, list)
+	recordDBSizes(s)
+	r.observeAlarms(ctx, s)
+	recordMembers(s, list)
+	return ctrl.Result{}, nil
+}
+
+// recordMembers records what etcd says of each EtcdMember: its ID and
+// role. A member added before a crash is recognised here by its peer URL.
+func recordMembers(s *scope, list []etcd.Member) {
+	for _, m := range s.members {
+		if em, ok := findByPeerURL(list, m.Spec.PeerURL); ok {
+			m.Status.MemberID = etcd.FormatID(em.ID)
+			m.Status.Role = etcdv1.RoleVoter
+			if em.IsLearner {
+				m.Status.Role = etcdv1.RoleLearner
+			}
+		}
+	}
+}
+
+// etcdClient is the cluster's etcd client. Learners answer most requests
+// with "rpc not supported for learner": the client talks to the members
+// that vote (as etcd said last), or to all while none is known to.
+func (r *Reconciler) etcdClient(ctx context.Context, s *scope) (etcd.Client, error) {
+	endpoints := make([]string, 0, len(s.members))
+	for _, m := range s.members {
+		if m.Status.Role != etcdv1.RoleLearner {
+			endpoints = append(endpoints, m.Spec.ClientURL)
+		}
+	}
+	if len(endpoints) == 0 {
+		for _, m := range s.members {
+			endpoints = append(endpoints, m.Spec.ClientURL)
+		}
+	}
+	creds, err := credentials.Load(ctx, r.Client, s.cluster)
+	if err != nil {
+		return nil, err
+	}
+	return r.Etcd.Get(ctx, client.ObjectKeyFromObject(s.cluster).String(), endpoints, creds)
+}
+
+// askHealth asks every member etcd lists for its status, all at once, each
+// bounded by the status timeout; one that does not answer is not healthy.
+func (r *Reconciler) askHealth(ctx context.Context, s *scope, list []etcd.Member) {
+	cli := s.client
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, em := range list {
@@ -95,7 +124,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 					s.etcdErr = errors.Join(s.etcdErr, fmt.Errorf("status of member %s: panic: %v", em.Name, p))
 				}
 			}()
-			sctx, cancel := context.WithTimeout(tctx, r.Options.StatusTimeout)
+			sctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
 			defer cancel()
 			st, err := cli.Status(sctx, em.ClientURLs[0])
 			if err != nil {
@@ -110,22 +139,6 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		})
 	}
 	wg.Wait()
-
-	recordDBSizes(s)
-	r.observeAlarms(ctx, s)
-
-	// Record what etcd says of each EtcdMember: its ID and role. A member
-	// added before a crash is recognised here by its peer URL.
-	for _, m := range s.members {
-		if em, ok := findByPeerURL(list, m.Spec.PeerURL); ok {
-			m.Status.MemberID = etcd.FormatID(em.ID)
-			m.Status.Role = etcdv1.RoleVoter
-			if em.IsLearner {
-				m.Status.Role = etcdv1.RoleLearner
-			}
-		}
-	}
-	return ctrl.Result{}, nil
 }
 
 func findByPeerURL(list []etcd.Member, peerURL string) (etcd.Member, bool) {

@@ -145,32 +145,8 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 
 	s.progress = etcdv1.ReasonRollingUpdate
-	switch {
-	case s.plan.change == versionBlocked:
-		s.waiting, s.waitingMsg = etcdv1.ReasonUpgradeBlocked, s.plan.msg+". No member restarts until then"
-		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
-	case len(active) != len(s.members) || len(active) != s.desired:
-		s.progressMsg = fmt.Sprintf("The rolling update waits for scaling to %d members to finish (%d of %d members updated)", s.desired, updated, total)
-		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
-	}
-	if s.plan.change == versionUpgrade {
-		// No data format below the lowest version running, as there is for
-		// a few seconds after a downgrade was cancelled.
-		lowest := minorNum(s.plan.lowest)
-		if behind := s.formatsNot(func(f int) bool { return f >= lowest }, false); len(behind) > 0 {
-			s.progressMsg = fmt.Sprintf("Upgrading to %s: waiting for the data format of %s to be %s again", minorOf(s.plan.target), strings.Join(behind, ", "), minorOf(s.plan.lowest))
-			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
-		}
-	}
-	if s.plan.change == versionDowngrade {
-		// Every member that answers has moved its data format to the
-		// target; then a member may start the older minor.
-		_, to := s.downgradeEnabled()
-		target := minorNum(to)
-		if waiting := s.formatsNot(func(f int) bool { return f == target }, true); len(waiting) > 0 || to == "" {
-			s.progressMsg = fmt.Sprintf("Downgrading to %s: waiting for etcd to move the data format of %s to %s before the first member restarts", minorOf(s.plan.target), strings.Join(waiting, ", "), minorOf(s.plan.target))
-			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
-		}
+	if res, wait := r.rolloutWaits(s, active, updated, total); wait {
+		return res, nil
 	}
 
 	var unsettled []*etcdv1.EtcdMember
@@ -184,29 +160,72 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 			return res, nil
 		}
 	}
-	var next *etcdv1.EtcdMember
+	next, res, wait := s.nextToUpdate(stale, unsettled, updated, total, r.Options.WaitInterval)
+	if wait {
+		return res, nil
+	}
+	if s.isLeader(next) && total > 1 {
+		return r.moveLeaderFrom(ctx, s, next, want, updated, total)
+	}
+	return r.updateMember(ctx, s, next, want, ro, updated, total)
+}
+
+// rolloutWaits says whether no member may restart now, and why: a version
+// change etcd does not allow, a scale under way, or a data format not yet
+// where the version change needs it.
+func (r *Reconciler) rolloutWaits(s *scope, active []*etcdv1.EtcdMember, updated, total int) (ctrl.Result, bool) {
+	switch {
+	case s.plan.change == versionBlocked:
+		s.waiting, s.waitingMsg = etcdv1.ReasonUpgradeBlocked, s.plan.msg+". No member restarts until then"
+		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, true
+	case len(active) != len(s.members) || len(active) != s.desired:
+		s.progressMsg = fmt.Sprintf("The rolling update waits for scaling to %d members to finish (%d of %d members updated)", s.desired, updated, total)
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, true
+	}
+	if s.plan.change == versionUpgrade {
+		// No data format below the lowest version running, as there is for
+		// a few seconds after a downgrade was cancelled.
+		lowest := minorNum(s.plan.lowest)
+		if behind := s.formatsNot(func(f int) bool { return f >= lowest }, false); len(behind) > 0 {
+			s.progressMsg = fmt.Sprintf("Upgrading to %s: waiting for the data format of %s to be %s again", minorOf(s.plan.target), strings.Join(behind, ", "), minorOf(s.plan.lowest))
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, true
+		}
+	}
+	if s.plan.change == versionDowngrade {
+		// Every member that answers has moved its data format to the
+		// target; then a member may start the older minor.
+		_, to := s.downgradeEnabled()
+		target := minorNum(to)
+		if waiting := s.formatsNot(func(f int) bool { return f == target }, true); len(waiting) > 0 || to == "" {
+			s.progressMsg = fmt.Sprintf("Downgrading to %s: waiting for etcd to move the data format of %s to %s before the first member restarts", minorOf(s.plan.target), strings.Join(waiting, ", "), minorOf(s.plan.target))
+			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, true
+		}
+	}
+	return ctrl.Result{}, false
+}
+
+// nextToUpdate is the member the rollout restarts next: a stale one that is
+// down already, else (once every member is settled) the stale ones with the
+// leader last. While others are unsettled it waits.
+func (s *scope) nextToUpdate(stale, unsettled []*etcdv1.EtcdMember, updated, total int, wait time.Duration) (*etcdv1.EtcdMember, ctrl.Result, bool) {
 	switch {
 	case len(unsettled) == 1 && slices.Contains(stale, unsettled[0]):
 		// Down already (a stuck member whose spec changed again, or one
 		// that failed): restarting it costs no more than it has.
-		next = unsettled[0]
+		return unsettled[0], ctrl.Result{}, false
 	case len(unsettled) > 0:
 		names := make([]string, 0, len(unsettled))
 		for _, m := range unsettled {
 			names = append(names, fmt.Sprintf("%s (%s)", m.Name, s.unsettledWhy(m)))
 		}
 		s.progressMsg = fmt.Sprintf("Rolling update, %d of %d members updated: waiting for %s", updated, total, strings.Join(names, ", "))
-		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
+		return nil, ctrl.Result{RequeueAfter: wait}, true
 	default:
 		slices.SortStableFunc(stale, func(a, b *etcdv1.EtcdMember) int {
 			return boolInt(s.isLeader(a)) - boolInt(s.isLeader(b))
 		})
-		next = stale[0]
+		return stale[0], ctrl.Result{}, false
 	}
-	if s.isLeader(next) && total > 1 {
-		return r.moveLeaderFrom(ctx, s, next, want, updated, total)
-	}
-	return r.updateMember(ctx, s, next, want, ro, updated, total)
 }
 
 // checkStuck stops the rollout when the member it restarted cannot run or
