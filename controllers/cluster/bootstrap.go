@@ -169,15 +169,7 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 			// snapshot; the others join it as learners.
 			initialMembers = 1
 		}
-		pairs := make([][2]string, 0, initialMembers)
-		for i := range initialMembers {
-			name := initialMemberName(s.cluster, i)
-			for n := 1; slices.ContainsFunc(pairs, func(p [2]string) bool { return p[0] == name }); n++ {
-				name = initialMemberName(s.cluster, i+n*100)
-			}
-			pairs = append(pairs, [2]string{name, resources.PeerURL(s.cluster, name, r.Options.ClusterDomain)})
-		}
-		initial = resources.InitialCluster(pairs)
+		initial = bootstrapCluster(s.cluster, initialMembers, r.Options.ClusterDomain)
 		ctrl.LoggerFrom(ctx).Info("Bootstrapping a new etcd cluster", "initialCluster", initial)
 	}
 	for _, pair := range strings.Split(initial, ",") {
@@ -192,4 +184,18 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// bootstrapCluster is the --initial-cluster of a new cluster of n members,
+// named after the cluster's UID (initialMemberName), never twice the same.
+func bootstrapCluster(c *etcdv1.EtcdCluster, n int, domain string) string {
+	pairs := make([][2]string, 0, n)
+	for i := range n {
+		name := initialMemberName(c, i)
+		for k := 1; slices.ContainsFunc(pairs, func(p [2]string) bool { return p[0] == name }); k++ {
+			name = initialMemberName(c, i+k*100)
+		}
+		pairs = append(pairs, [2]string{name, resources.PeerURL(c, name, domain)})
+	}
+	return resources.InitialCluster(pairs)
 }

@@ -51,28 +51,7 @@ func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error
 	// The records of members that left go with them.
 	st.Members = slices.DeleteFunc(st.Members, func(x etcdv1.MemberDefragStatus) bool { return s.memberNamed(x.Name) == nil })
 	if st.Defrag == nil {
-		if !s.allHealthyVoters() || s.cluster.Status.Rollout != nil || recovering(s.cluster) {
-			return ctrl.Result{}, nil
-		}
-		run, scheduledAt, next := planDefrag(s, now)
-		if run == nil {
-			if s.nearQuota() {
-				// etcd has no watch for its alarms: a database close to its
-				// quota is looked at more often, so that a NOSPACE alarm is
-				// repaired soon after it is raised.
-				next = minTime(next, now.Add(nearQuotaInterval))
-			}
-			return untilNext(next, now, r.Options.HealthInterval), nil
-		}
-		if !scheduledAt.IsZero() {
-			st.LastScheduleTime = &metav1.Time{Time: scheduledAt}
-		}
-		run.StartedAt, run.Since = &metav1.Time{Time: now}, &metav1.Time{Time: now}
-		st.Defrag = run
-		ctrl.LoggerFrom(ctx).Info("Defragmenting members", "reason", run.Reason, "members", run.Pending)
-		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DefragStarted", "Defragment", "Defragmenting %s one at a time (%s)", strings.Join(run.Pending, ", "), defragWhy(run.Reason))
-		// The plan is stored (deferred status write) before any member is touched.
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		return r.startDefrag(ctx, s, st, now)
 	}
 	run := st.Defrag
 	s.progress, s.progressMsg = etcdv1.ReasonDefragmenting, defragProgress(run)
@@ -105,6 +84,34 @@ func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error
 	default: // Restoring
 		return r.drain(ctx, s, run, m, false)
 	}
+}
+
+// startDefrag plans a defragmentation run when the policy or a NOSPACE
+// alarm asks for one and every member is a healthy voter with no rollout
+// or recovery under way; else it comes back when the next is due.
+func (r *Reconciler) startDefrag(ctx context.Context, s *scope, st *etcdv1.MaintenanceStatus, now time.Time) (ctrl.Result, error) {
+	if !s.allHealthyVoters() || s.cluster.Status.Rollout != nil || recovering(s.cluster) {
+		return ctrl.Result{}, nil
+	}
+	run, scheduledAt, next := planDefrag(s, now)
+	if run == nil {
+		if s.nearQuota() {
+			// etcd has no watch for its alarms: a database close to its
+			// quota is looked at more often, so that a NOSPACE alarm is
+			// repaired soon after it is raised.
+			next = minTime(next, now.Add(nearQuotaInterval))
+		}
+		return untilNext(next, now, r.Options.HealthInterval), nil
+	}
+	if !scheduledAt.IsZero() {
+		st.LastScheduleTime = &metav1.Time{Time: scheduledAt}
+	}
+	run.StartedAt, run.Since = &metav1.Time{Time: now}, &metav1.Time{Time: now}
+	st.Defrag = run
+	ctrl.LoggerFrom(ctx).Info("Defragmenting members", "reason", run.Reason, "members", run.Pending)
+	r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DefragStarted", "Defragment", "Defragmenting %s one at a time (%s)", strings.Join(run.Pending, ", "), defragWhy(run.Reason))
+	// The plan is stored (deferred status write) before any member is touched.
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
 // undrain puts back into the client Service every drained member that the
@@ -380,6 +387,15 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
 	run.Attempts = 0
+	r.recordDefrag(ctx, s, run, m, before, took)
+	run.Phase, run.Since = etcdv1.DefragRestoring, &metav1.Time{Time: time.Now()}
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
+// recordDefrag records a member's defragmentation in the status, with the
+// database size before and after, and reports it once the status is
+// written.
+func (r *Reconciler) recordDefrag(ctx context.Context, s *scope, run *etcdv1.DefragRun, m *etcdv1.EtcdMember, before etcd.Status, took time.Duration) {
 	sctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
 	after, err := s.client.Status(sctx, m.Spec.ClientURL)
 	cancel()
@@ -397,8 +413,6 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 		r.Recorder.Eventf(cluster, m, corev1.EventTypeNormal, "MemberDefragmented", "Defragment", "Defragmented %s (%s) in %s: database %s -> %s",
 			m.Name, defragWhy(rec.Reason), took.Round(time.Millisecond), etcd.FormatBytes(rec.SizeBefore), etcd.FormatBytes(rec.SizeAfter))
 	})
-	run.Phase, run.Since = etcdv1.DefragRestoring, &metav1.Time{Time: time.Now()}
-	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
 // defragKey names one attempt at the run's member's defragmentation: its

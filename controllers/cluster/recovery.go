@@ -302,50 +302,7 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	switch rs.Phase {
 	case etcdv1.RecoveryForcing:
-		if base := s.base.Status.Recovery; base == nil || base.Phase != etcdv1.RecoveryForcing || base.Member != rs.Member {
-			// 1. not stored yet: the status write of this pass stores it.
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
-		}
-		if s.formed && len(s.etcdList) == 1 {
-			if em, ok := s.inEtcd(m); ok && em.ID == s.etcdList[0].ID {
-				// 3. etcd answers as that one member.
-				if m.Spec.ForceNewCluster {
-					if err := r.setForce(ctx, s, m, false); err != nil {
-						return ctrl.Result{}, err
-					}
-				}
-				rs.Phase = etcdv1.RecoveryRegrowing
-				rs.Message = fmt.Sprintf("Member %s runs alone from its own data (revision %d); the others are released with their volumes kept, and new members join as learners", m.Name, rs.Revision)
-				r.Recorder.Eventf(c, m, corev1.EventTypeNormal, "QuorumRestored", "Recover", "Member %s runs alone as a new one-member cluster with its data; growing back to %d members", m.Name, s.desired)
-				return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
-			}
-		}
-		if !m.Spec.ForceNewCluster && s.formed {
-			// etcd answered before anything was forced: the quorum came
-			// back by itself, and nothing is to be forced any more.
-			if err := r.unfence(ctx, s); err != nil {
-				return ctrl.Result{}, err
-			}
-			rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
-			rs.Message = "etcd regained its quorum by itself before anything was forced; nothing was changed"
-			r.Recorder.Eventf(c, m, corev1.EventTypeNormal, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
-		}
-		if !m.Spec.ForceNewCluster {
-			// 2. fence every other member, keep a snapshot of it, then
-			// force it, once: the flag is the stored intent.
-			if res, err := r.fenceOthers(ctx, s, m); err != nil || !res.IsZero() {
-				return res, err
-			}
-			if res, err := r.snapshotBeforeForcing(ctx, s, m); err != nil || !res.IsZero() {
-				return res, err
-			}
-			if err := r.setForce(ctx, s, m, true); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Recovering the quorum: member %s restarts alone with --force-new-cluster", m.Name)
-		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
+		return r.forcing(ctx, s, m)
 	case etcdv1.RecoveryRegrowing:
 		if m.Spec.ForceNewCluster {
 			if err := r.setForce(ctx, s, m, false); err != nil {
@@ -354,6 +311,59 @@ func (r *Reconciler) forceFrom(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// forcing goes on with the phase Forcing of a recovery from member m: its
+// intent stored (1), every other member fenced and a snapshot of m kept, m
+// forced with --force-new-cluster once (2), until etcd answers as m alone
+// (3); or it ends when the quorum came back before anything was forced.
+func (r *Reconciler) forcing(ctx context.Context, s *scope, m *etcdv1.EtcdMember) (ctrl.Result, error) {
+	c := s.cluster
+	rs := c.Status.Recovery
+	if base := s.base.Status.Recovery; base == nil || base.Phase != etcdv1.RecoveryForcing || base.Member != rs.Member {
+		// 1. not stored yet: the status write of this pass stores it.
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+	}
+	if s.formed && len(s.etcdList) == 1 {
+		if em, ok := s.inEtcd(m); ok && em.ID == s.etcdList[0].ID {
+			// 3. etcd answers as that one member.
+			if m.Spec.ForceNewCluster {
+				if err := r.setForce(ctx, s, m, false); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			rs.Phase = etcdv1.RecoveryRegrowing
+			rs.Message = fmt.Sprintf("Member %s runs alone from its own data (revision %d); the others are released with their volumes kept, and new members join as learners", m.Name, rs.Revision)
+			r.Recorder.Eventf(c, m, corev1.EventTypeNormal, "QuorumRestored", "Recover", "Member %s runs alone as a new one-member cluster with its data; growing back to %d members", m.Name, s.desired)
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		}
+	}
+	if !m.Spec.ForceNewCluster && s.formed {
+		// etcd answered before anything was forced: the quorum came
+		// back by itself, and nothing is to be forced any more.
+		if err := r.unfence(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
+		rs.Message = "etcd regained its quorum by itself before anything was forced; nothing was changed"
+		r.Recorder.Eventf(c, m, corev1.EventTypeNormal, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
+	}
+	if !m.Spec.ForceNewCluster {
+		// 2. fence every other member, keep a snapshot of it, then
+		// force it, once: the flag is the stored intent.
+		if res, err := r.fenceOthers(ctx, s, m); err != nil || !res.IsZero() {
+			return res, err
+		}
+		if res, err := r.snapshotBeforeForcing(ctx, s, m); err != nil || !res.IsZero() {
+			return res, err
+		}
+		if err := r.setForce(ctx, s, m, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Recovering the quorum: member %s restarts alone with --force-new-cluster", m.Name)
+	return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 }
 
 // fenceOthers fences every member but m, those being removed included
@@ -682,6 +692,27 @@ func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// pointOfNoReturn records which etcd cluster a restore gives up, once the
+// backup is still there. Nothing is changed before this is stored: a
+// quorum that comes back meanwhile cancels the restore (restoring).
+func (r *Reconciler) pointOfNoReturn(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	rs := c.Status.Recovery
+	b, err := r.restoreBackup(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if b == nil {
+		rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
+		rs.Message = fmt.Sprintf("EtcdBackup %s is gone or no longer Complete; nothing was changed and the recovery stopped", rs.Backup)
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
+	}
+	rs.ReplacedClusterID = s.base.Status.ClusterID
+	rs.Message = fmt.Sprintf("Giving up etcd cluster %s: its members keep their volumes and go, then a new cluster starts from backup %s", rs.ReplacedClusterID, rs.Backup)
+	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+}
+
 // releaseForRestore checks the backup and records the point of no return;
 // then it makes every member keep its volume (those already being removed
 // too), deletes the EtcdMembers, releases them without MemberRemove, and
@@ -691,21 +722,7 @@ func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Resu
 	c := s.cluster
 	rs := c.Status.Recovery
 	if s.base.Status.Recovery.ReplacedClusterID == "" {
-		// Nothing is changed before this is stored: a quorum that comes
-		// back meanwhile cancels the restore (restoring).
-		b, err := r.restoreBackup(ctx, s)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if b == nil {
-			rs.Phase, rs.FinishedAt = etcdv1.RecoveryDone, &metav1.Time{Time: time.Now()}
-			rs.Message = fmt.Sprintf("EtcdBackup %s is gone or no longer Complete; nothing was changed and the recovery stopped", rs.Backup)
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "QuorumRecoveryCancelled", "Recover", "%s", rs.Message)
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, r.dropRecoverAnnotation(ctx, s)
-		}
-		rs.ReplacedClusterID = s.base.Status.ClusterID
-		rs.Message = fmt.Sprintf("Giving up etcd cluster %s: its members keep their volumes and go, then a new cluster starts from backup %s", rs.ReplacedClusterID, rs.Backup)
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+		return r.pointOfNoReturn(ctx, s)
 	}
 	waiting, err := r.retainVolumes(ctx, c, s.members)
 	for _, m := range s.members {
@@ -743,8 +760,15 @@ func (r *Reconciler) releaseForRestore(ctx context.Context, s *scope) (ctrl.Resu
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("Waiting for the %d old members to go; then a new cluster starts from backup %s", len(s.members), rs.Backup)
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
-	// The garbage collector deletes the old members' Pods: none may serve
-	// the old data beside the new cluster.
+	return r.oldPodsGone(ctx, s)
+}
+
+// oldPodsGone clears the cluster ID once no Pod of the old members is
+// left: the garbage collector deletes them, and none may serve the old
+// data beside the new cluster.
+func (r *Reconciler) oldPodsGone(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.cluster
+	rs := c.Status.Recovery
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(resources.ClusterLabels(c.Name))); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)

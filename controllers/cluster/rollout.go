@@ -119,26 +119,9 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 		c.Status.Rollout = ro
 	}()
 
-	// The member restarted last carries the time its update started (see
-	// updateMember): it is done once it is settled on its new spec.
-	var cur *etcdv1.EtcdMember
-	var since time.Time
-	for _, m := range active {
-		if t, ok := updateStarted(m); ok {
-			cur, since = m, t
-			break
-		}
-	}
-	ro.Member, ro.Since = "", nil
-	if cur != nil && rolledOut(cur, want) && s.settled(cur) {
-		if err := r.finishUpdate(ctx, s, cur); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.Recorder.Eventf(c, cur, corev1.EventTypeNormal, "MemberUpdated", "RollingUpdate", "Member %s runs the new spec (version %s) and is healthy and caught up (%d of %d)", cur.Name, cur.Spec.Version, updated, total)
-		cur = nil
-	}
-	if cur != nil {
-		ro.Member, ro.Since = cur.Name, &metav1.Time{Time: since}
+	cur, since, err := r.currentUpdate(ctx, s, active, want, ro, updated, total)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if len(stale) == 0 && cur == nil {
 		return ctrl.Result{}, nil
@@ -168,6 +151,33 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (ctrl.Result, error)
 		return r.moveLeaderFrom(ctx, s, next, want, updated, total)
 	}
 	return r.updateMember(ctx, s, next, want, ro, updated, total)
+}
+
+// currentUpdate is the member whose update is in flight, and since when:
+// the member restarted last carries the time its update started (see
+// updateMember). It is done, and nil is returned, once it is settled on its
+// new spec. ro records it.
+func (r *Reconciler) currentUpdate(ctx context.Context, s *scope, active []*etcdv1.EtcdMember, want etcdv1.EtcdMemberSpec, ro *etcdv1.RolloutStatus, updated, total int) (*etcdv1.EtcdMember, time.Time, error) {
+	var cur *etcdv1.EtcdMember
+	var since time.Time
+	for _, m := range active {
+		if t, ok := updateStarted(m); ok {
+			cur, since = m, t
+			break
+		}
+	}
+	ro.Member, ro.Since = "", nil
+	if cur != nil && rolledOut(cur, want) && s.settled(cur) {
+		if err := r.finishUpdate(ctx, s, cur); err != nil {
+			return nil, since, err
+		}
+		r.Recorder.Eventf(s.cluster, cur, corev1.EventTypeNormal, "MemberUpdated", "RollingUpdate", "Member %s runs the new spec (version %s) and is healthy and caught up (%d of %d)", cur.Name, cur.Spec.Version, updated, total)
+		return nil, since, nil
+	}
+	if cur != nil {
+		ro.Member, ro.Since = cur.Name, &metav1.Time{Time: since}
+	}
+	return cur, since, nil
 }
 
 // rolloutWaits says whether no member may restart now, and why: a version
