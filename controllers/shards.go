@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,43 +79,8 @@ func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
 		LeaseDuration: so.LeaseDuration, RenewDeadline: so.RenewDeadline, RetryPeriod: so.RetryPeriod,
 		StopTimeout: so.LeaseDuration - so.RenewDeadline,
 		Log:         log,
-		Prepare: func(ctx context.Context) error {
-			moved, err := shard.Relabel(ctx, direct, so.Shards, so.WatchNamespaces)
-			if moved > 0 {
-				log.Info("Moved clusters to the shards of the current shard count", "clusters", moved, "shards", so.Shards)
-			}
-			if err != nil {
-				return err
-			}
-			// An object left as it was keeps an earlier version's status
-			// fields, which is no reason to stop every other cluster.
-			adopted, err := kube.AdoptLegacyStatus(ctx, direct, so.WatchNamespaces)
-			if adopted > 0 {
-				log.Info("Handed the status an earlier version wrote over to the controllers that own it", "objects", adopted)
-			}
-			if err != nil {
-				log.Error(err, "Some status an earlier version wrote was not handed over; its fields stay until removed by hand")
-			}
-			return nil
-		},
-		Run: func(ctx context.Context, i int) error {
-			mgr, err := ctrl.NewManager(root.GetConfig(), ctrl.Options{
-				Scheme:                 root.GetScheme(),
-				Cache:                  kube.CacheOptions(shard.Label(i), so.WatchNamespaces...),
-				Metrics:                metricsserver.Options{BindAddress: "0"},
-				HealthProbeBindAddress: "0",
-				// Every shard's manager registers the same controllers.
-				Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-				Logger:     ctrl.Log.WithValues("shard", i),
-			})
-			if err != nil {
-				return fmt.Errorf("manager of shard %d: %w", i, err)
-			}
-			if err := Setup(mgr, opts); err != nil {
-				return err
-			}
-			return mgr.Start(ctx)
-		},
+		Prepare:     prepare(direct, so, log),
+		Run:         runShard(root, opts, so),
 	}
 	return root.Add(runner)
 }
@@ -138,4 +104,52 @@ func joinMetrics(mgr ctrl.Manager) error {
 		remove()
 		return nil
 	}))
+}
+
+// prepare runs once when a replica starts, before any shard: it moves
+// clusters to the shards of the current shard count, and hands status an
+// earlier version wrote over to the controllers that own it now.
+func prepare(direct client.Client, so ShardOptions, log logr.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		moved, err := shard.Relabel(ctx, direct, so.Shards, so.WatchNamespaces)
+		if moved > 0 {
+			log.Info("Moved clusters to the shards of the current shard count", "clusters", moved, "shards", so.Shards)
+		}
+		if err != nil {
+			return err
+		}
+		// An object left as it was keeps an earlier version's status
+		// fields, which is no reason to stop every other cluster.
+		adopted, err := kube.AdoptLegacyStatus(ctx, direct, so.WatchNamespaces)
+		if adopted > 0 {
+			log.Info("Handed the status an earlier version wrote over to the controllers that own it", "objects", adopted)
+		}
+		if err != nil {
+			log.Error(err, "Some status an earlier version wrote was not handed over: a field its controller no longer sets may stay in it until the next start")
+		}
+		return nil
+	}
+}
+
+// runShard runs shard i: a manager of its own, caching only the shard's
+// objects, with every controller.
+func runShard(root ctrl.Manager, opts Options, so ShardOptions) func(context.Context, int) error {
+	return func(ctx context.Context, i int) error {
+		mgr, err := ctrl.NewManager(root.GetConfig(), ctrl.Options{
+			Scheme:                 root.GetScheme(),
+			Cache:                  kube.CacheOptions(shard.Label(i), so.WatchNamespaces...),
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+			// Every shard's manager registers the same controllers.
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+			Logger:     ctrl.Log.WithValues("shard", i),
+		})
+		if err != nil {
+			return fmt.Errorf("manager of shard %d: %w", i, err)
+		}
+		if err := Setup(mgr, opts); err != nil {
+			return err
+		}
+		return mgr.Start(ctx)
+	}
 }
