@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -41,22 +42,8 @@ func snapshot(ctx context.Context, args []string, res *Result) error {
 	}
 
 	cfg := clientv3.Config{Endpoints: []string{*endpoint}, DialTimeout: *timeout, Logger: zap.NewNop()}
-	if *ca != "" {
-		creds := etcd.Credentials{}
-		if creds.CAPEM, err = os.ReadFile(*ca); err != nil {
-			return fmt.Errorf("read the CA: %w", err)
-		}
-		if *cert != "" {
-			if creds.CertPEM, err = os.ReadFile(*cert); err != nil {
-				return fmt.Errorf("read the client certificate: %w", err)
-			}
-			if creds.KeyPEM, err = os.ReadFile(*keyFile); err != nil {
-				return fmt.Errorf("read the client key: %w", err)
-			}
-		}
-		if cfg.TLS, err = creds.TLSConfig(); err != nil {
-			return err
-		}
+	if cfg.TLS, err = clientTLS(*ca, *cert, *keyFile); err != nil {
+		return err
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
@@ -82,13 +69,18 @@ func snapshot(ctx context.Context, args []string, res *Result) error {
 	if snap.Header != nil && snap.Header.Revision > res.Revision {
 		res.Revision = snap.Header.Revision
 	}
-	info, err := store.Put(ctx, full, snap.Snapshot)
+	return storeChecked(ctx, store, full, snap.Snapshot, res)
+}
+
+// storeChecked stores the snapshot stream at key full, then reads back what
+// the store says it holds: only a snapshot whose size and checksum are the
+// streamed ones counts as complete.
+func storeChecked(ctx context.Context, store objstore.Store, full string, r io.Reader, res *Result) error {
+	info, err := store.Put(ctx, full, r)
 	if err != nil {
 		return fmt.Errorf("store the snapshot at %s: %w", res.URI, err)
 	}
 	res.Size, res.SHA256 = info.Size, info.SHA256
-	// Read back what the store says it holds: only a snapshot whose size
-	// and checksum are the streamed ones counts as complete.
 	got, err := store.Stat(ctx, full)
 	if err != nil {
 		return fmt.Errorf("check the stored snapshot: %w", err)
@@ -97,6 +89,28 @@ func snapshot(ctx context.Context, args []string, res *Result) error {
 		return failure{ReasonChecksumMismatch, fmt.Errorf("the store holds %d bytes with sha256 %q, but %d bytes with sha256 %s were sent", got.Size, got.SHA256, info.Size, info.SHA256)}
 	}
 	return nil
+}
+
+// clientTLS is the TLS of the agent's etcd client: none without a CA file,
+// with a client certificate when one is given.
+func clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	var err error
+	creds := etcd.Credentials{}
+	if creds.CAPEM, err = os.ReadFile(caFile); err != nil {
+		return nil, fmt.Errorf("read the CA: %w", err)
+	}
+	if certFile != "" {
+		if creds.CertPEM, err = os.ReadFile(certFile); err != nil {
+			return nil, fmt.Errorf("read the client certificate: %w", err)
+		}
+		if creds.KeyPEM, err = os.ReadFile(keyFile); err != nil {
+			return nil, fmt.Errorf("read the client key: %w", err)
+		}
+	}
+	return creds.TLSConfig()
 }
 
 // verify reads a snapshot whole and compares its sha256 with the expected
@@ -178,23 +192,9 @@ func restore(ctx context.Context, args []string, res *Result) error {
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(*staging); err != nil {
-		return fmt.Errorf("clear %s: %w", *staging, err)
-	}
-	if err := os.MkdirAll(*staging, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", *staging, err)
-	}
 	// The staged copy is as large as the snapshot: never leave it behind.
 	defer os.RemoveAll(*staging)
-	file := filepath.Join(*staging, "snapshot.db")
-	f, err := os.Create(file)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", file, err)
-	}
-	_, err = check(ctx, store, full, *want, f, res)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write %s: %w", file, cerr)
-	}
+	file, err := stageChecked(ctx, store, full, *want, *staging, res)
 	if err != nil {
 		return err
 	}
@@ -213,4 +213,25 @@ func restore(ctx context.Context, args []string, res *Result) error {
 		return fmt.Errorf("move the restored data to %s: %w", *dataDir, err)
 	}
 	return nil
+}
+
+// stageChecked copies the snapshot at key full into a fresh staging folder
+// and checks its sha256 on the way; it returns the copy's path.
+func stageChecked(ctx context.Context, store objstore.Store, full, want, staging string, res *Result) (string, error) {
+	if err := os.RemoveAll(staging); err != nil {
+		return "", fmt.Errorf("clear %s: %w", staging, err)
+	}
+	if err := os.MkdirAll(staging, 0o700); err != nil {
+		return "", fmt.Errorf("create %s: %w", staging, err)
+	}
+	file := filepath.Join(staging, "snapshot.db")
+	f, err := os.Create(file)
+	if err != nil {
+		return "", fmt.Errorf("create %s: %w", file, err)
+	}
+	_, err = check(ctx, store, full, want, f, res)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", file, cerr)
+	}
+	return file, err
 }

@@ -98,23 +98,9 @@ func NewS3(cfg S3Config) (Store, error) {
 		return nil, fmt.Errorf("s3: part size %d out of range [%d, %d]", partSize, MinPartSize, MaxPartSize)
 	}
 	secure := u.Scheme == "https"
-	transport, err := minio.DefaultTransport(secure)
+	transport, err := s3Transport(secure, cfg.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("s3: %w", err)
-	}
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("s3 CA file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("s3 CA file %s: no PEM certificates", cfg.CAFile)
-		}
-		transport.TLSClientConfig.RootCAs = pool
+		return nil, err
 	}
 	var creds *credentials.Credentials
 	if cfg.AccessKeyID != "" || cfg.SecretAccessKey != "" {
@@ -140,6 +126,31 @@ func NewS3(cfg S3Config) (Store, error) {
 		return nil, fmt.Errorf("s3: %w", err)
 	}
 	return &s3Store{client: client, bucket: cfg.Bucket, partSize: partSize, copyLimit: copyLimit}, nil
+}
+
+// s3Transport is minio's transport, trusting the CAs of caFile besides the
+// system's when one is given.
+func s3Transport(secure bool, caFile string) (*http.Transport, error) {
+	transport, err := minio.DefaultTransport(secure)
+	if err != nil {
+		return nil, fmt.Errorf("s3: %w", err)
+	}
+	if caFile == "" {
+		return transport, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("s3 CA file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("s3 CA file %s: no PEM certificates", caFile)
+	}
+	transport.TLSClientConfig.RootCAs = pool
+	return transport, nil
 }
 
 func (s *s3Store) URI(key string) string {
