@@ -85,15 +85,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)
 	}
-	if r.written.Behind(c) {
-		return ctrl.Result{RequeueAfter: cacheLag}, nil
-	}
 	if err := kube.AddFinalizer(ctx, r.Client, ControllerName, c, etcdv1.ClusterFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	s, err := r.newScope(ctx, c)
-	if err != nil || s == nil {
-		return ctrl.Result{RequeueAfter: cacheLag}, err
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if r.cacheBehind(s) {
+		// The cache has not seen this controller's last write yet: that
+		// write's event brings the cluster back.
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
 	}
 	defer func() {
 		setStatus(s)
@@ -184,11 +186,6 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 			s.undecodable = append(s.undecodable, m.Name)
 			continue
 		}
-		if r.written.Behind(m) {
-			// The cache has not seen this controller's last write to the
-			// member yet: its event brings the cluster back.
-			return nil, nil
-		}
 		s.members = append(s.members, m)
 		s.memberBases[m.Name] = m.DeepCopy()
 	}
@@ -199,6 +196,15 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		return strings.Compare(a.Name, b.Name)
 	})
 	return s, nil
+}
+
+// cacheBehind says whether the cluster or one of its members, as cached,
+// is older than this controller's last write to it.
+func (r *Reconciler) cacheBehind(s *scope) bool {
+	if r.written.Behind(s.cluster) {
+		return true
+	}
+	return slices.ContainsFunc(s.members, func(m *etcdv1.EtcdMember) bool { return r.written.Behind(m) })
 }
 
 // holdForUndecodable stops the pass while an EtcdMember of the cluster
