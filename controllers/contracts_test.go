@@ -13,7 +13,8 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 )
 
-// TestNoUndeclaredStatusReads: a controller reads a status field another
+// TestNoUndeclaredStatusReads: every status field has an owner, and a
+// controller reads a status field another
 // controller writes only through its accessor in api/v1alpha1
 // (contracts.go), which checks the owner's condition for the current
 // generation. A direct read of another's field in a controller's package
@@ -30,7 +31,11 @@ func TestNoUndeclaredStatusReads(t *testing.T) {
 			if name == "conditions" {
 				continue // conditions are the contract itself
 			}
-			o := etcdv1.StatusFields[kind][name]
+			o, ok := etcdv1.StatusFields[kind][name]
+			if !ok {
+				// It would never be written (kube.ApplyStatus refuses it).
+				t.Errorf("%s status.%s has no owner in StatusFields", kind, name)
+			}
 			if prev, ok := owner[f.Name]; ok && prev != o {
 				t.Fatalf("status field %s has two owners (%s, %s): the check by name cannot tell them apart", f.Name, prev, o)
 			}

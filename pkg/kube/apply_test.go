@@ -87,27 +87,6 @@ func TestOwnedStatus(t *testing.T) {
 	}
 }
 
-// TestEveryStatusFieldHasAnOwner: a status field added to a kind without an
-// owner in conditions.go would never be written; this fails first.
-func TestEveryStatusFieldHasAnOwner(t *testing.T) {
-	t.Parallel()
-	for kind, typ := range map[string]reflect.Type{
-		"EtcdCluster": reflect.TypeFor[etcdv1.EtcdClusterStatus](),
-		"EtcdMember":  reflect.TypeFor[etcdv1.EtcdMemberStatus](),
-		"EtcdBackup":  reflect.TypeFor[etcdv1.EtcdBackupStatus](),
-	} {
-		for f := range typ.Fields() {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "conditions" {
-				continue
-			}
-			if _, ok := etcdv1.StatusFields[kind][name]; !ok {
-				t.Errorf("%s status.%s has no owner in StatusFields", kind, name)
-			}
-		}
-	}
-}
-
 func TestWrittenBehind(t *testing.T) {
 	t.Parallel()
 	obj := func(uid, rv string) *etcdv1.EtcdCluster {
