@@ -651,20 +651,22 @@ func (r *Reconciler) restoring(ctx context.Context, s *scope) (ctrl.Result, erro
 	return r.releaseForRestore(ctx, s)
 }
 
-// restoreBackup is the EtcdBackup a restore is made from, nil when it is
-// gone or not Complete.
-func (r *Reconciler) restoreBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBackup, error) {
+// restoreBackup is the EtcdBackup a restore is made from, with its
+// snapshot; nil when it is gone or not Complete.
+func (r *Reconciler) restoreBackup(ctx context.Context, s *scope) (*etcdv1.EtcdBackup, *etcdv1.EtcdBackupStatus, error) {
 	b := &etcdv1.EtcdBackup{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: s.cluster.Status.Recovery.Backup}, b)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return nil, nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("get backup %s: %w", s.cluster.Status.Recovery.Backup, err)
-	case !resources.Restorable(s.cluster, b):
-		return nil, nil
+		return nil, nil, fmt.Errorf("get backup %s: %w", s.cluster.Status.Recovery.Backup, err)
 	}
-	return b, nil
+	snap, ok := b.Snapshot()
+	if !ok || !resources.Restorable(s.cluster, b) {
+		return nil, nil, nil
+	}
+	return b, snap, nil
 }
 
 // restoreFromBackup lets bootstrap make the first member of the new
@@ -677,7 +679,7 @@ func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	rs := c.Status.Recovery
 	s.progress, s.progressMsg = etcdv1.ReasonRestoringBackup, rs.Message
-	b, err := r.restoreBackup(ctx, s)
+	b, snap, err := r.restoreBackup(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -687,7 +689,6 @@ func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Resu
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("EtcdBackup %s is gone or no longer Complete since the members were released; nothing is left to restore here: restore another backup into a new EtcdCluster (spec.bootstrap.restore). The old members' volumes are kept, labelled %s=%s", rs.Backup, etcdv1.RetainedFromLabel, c.Name)
 		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 	}
-	snap, _ := b.Snapshot() // restoreBackup returns only Restorable (Complete) backups
 	s.restoreFrom = &etcdv1.MemberRestore{Destination: b.Spec.Destination, Key: snap.Key, SHA256: snap.SHA256, AgentImage: r.Options.AgentImage}
 	return ctrl.Result{}, nil
 }
@@ -698,7 +699,7 @@ func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Resu
 func (r *Reconciler) pointOfNoReturn(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	rs := c.Status.Recovery
-	b, err := r.restoreBackup(ctx, s)
+	b, _, err := r.restoreBackup(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
