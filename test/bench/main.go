@@ -73,7 +73,7 @@ func main() {
 
 	var podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
 	var createWrites, idleWrites float64
-	var createConflicts writeConflicts
+	var createCounts writeCounts
 	var firstBack, firstDone, rollAll, upgradeTook, maxGap []float64
 	var writes, failures int
 	var failedPod, failedSeen, failedAfter, replaced, emptied, quorum, quorumSeen []float64
@@ -97,7 +97,7 @@ func main() {
 		must(err)
 		if i == 0 {
 			createWrites = after - before
-			createConflicts = c1.since(c0)
+			createCounts = c1.since(c0)
 		}
 
 		// etcd refuses a membership change until every voter has been
@@ -196,7 +196,7 @@ func main() {
 	res := results{
 		podReady: median(podReady), podRestart: median(podRestart), learnerRef: median(learnerRef),
 		clusterReady: median(clusterReady), scaleStep: median(scaleStep), memberBack: median(memberBack),
-		createWrites: createWrites, createConflicts: createConflicts, idleWrites: idleWrites, runs: *runs,
+		createWrites: createWrites, createCounts: createCounts, idleWrites: idleWrites, runs: *runs,
 		firstBack: median(firstBack), firstDone: median(firstDone), rollAll: median(rollAll),
 		upgrade: median(upgradeTook), maxGap: median(maxGap), worstGap: slices.Max(maxGap),
 		writes: writes, failures: failures, errs: errs,
@@ -233,7 +233,7 @@ type results struct {
 	podReady, podRestart, learnerRef    float64
 	clusterReady, scaleStep, memberBack float64
 	createWrites, idleWrites            float64
-	createConflicts                     writeConflicts
+	createCounts                        writeCounts
 	firstBack, firstDone, rollAll       float64
 	upgrade, maxGap, worstGap           float64
 	writes, failures                    int
@@ -276,9 +276,9 @@ func (r results) markdown() string {
 		fmt.Fprintf(&b, "| longest wait of a client connected through the client Service to that follower while it is defragmented (%s) | %.2f s | the same clients, no defragmentation, same run: %.2f s | %.1f | |\n", runsText(r.defragRuns), r.defragStall, r.defragQuiet, r.defragStall/r.defragQuiet)
 	}
 	fmt.Fprintf(&b, "| operator API writes to create 3 members, TLS on (events included, lease renewals not) | %.0f | | | <= 25 |\n", r.createWrites)
-	fmt.Fprintf(&b, "| of which refused with 409: Conflict (a write from a stale copy) / AlreadyExists (a create of what exists) | %.0f / %.0f | | | 0 Conflict |\n", r.createConflicts.conflict, r.createConflicts.alreadyExists)
+	fmt.Fprintf(&b, "| of which refused with 409: Conflict (a write from a stale copy) / AlreadyExists (a create of what exists) | %.0f / %.0f | | | 0 Conflict |\n", r.createCounts.conflict, r.createCounts.alreadyExists)
 	fmt.Fprintf(&b, "| operator API writes per minute, idle healthy cluster | %.1f | | | 0 |\n", r.idleWrites)
-	fmt.Fprintf(&b, "\nThe API writes to create the 3-member cluster, by resource (status writes count under their resource): %s.\n", r.createConflicts)
+	fmt.Fprintf(&b, "\nThe API writes to create the 3-member cluster, by resource (status writes count under their resource): %s.\n", r.createCounts)
 	fmt.Fprintf(&b, "\nThe learner step is measured on a cluster that has been healthy for 6 s, like its reference: right after a cluster forms or a member joins, etcd refuses the next membership change until every voter has been connected for 5 s, which the operator waits out by retrying (so a 3 -> 5 scale right after creation costs that wait once more). A hand-driven two-learner reference was tried and dropped: on this machine it varied from 7.5 s to 15 s per learner between runs. API writes are counted by the operator itself (raftsman_api_writes_total), Lease renewals (shard and presence Leases) and the metrics endpoint's own token and access reviews of the benchmark's scrapes left out.\n")
 	fmt.Fprintf(&b, "\nRolling changes run on a 3-member cluster of their own, created with spec.version %[1]s once the cluster of the rows above and the reference Pods are deleted, and settled for 6 s like the learner step. The upgrade is timed from the patch of spec.version to %[2]s until Progressing is False for the cluster's new generation, Available True, status.version %[2]s and no rollout left in the status. Meanwhile the benchmark puts a key every 20 ms through the cluster's client Service (etcd's Go client, TLS with the client certificate of status.tls, one endpoint: the Service, 1 s timeout per write, started before the patch); the gap is the longest time between two successful writes from the last one before the patch to the first one after convergence (the row gives the median of the %[3]d runs' longest gaps and the worst of them, %.2[4]f s; %[5]d writes succeeded and %[6]d failed over all runs%[9]s). The one-member restart is then measured on that cluster, settled again for 6 s: a Pod template annotation (spec.podTemplate.metadata.annotations) is changed, which every member rolls, and the time runs from the patch until the first member the operator restarted (a follower) has a new Pod, its EtcdMember Ready for its new generation, and is healthy in the cluster's status.members. Until the operator counts that member done (healthy and caught up: its etcd.raftsman.io/update-started annotation removed) it took %.1[7]f s, and the whole 3-member rollout %.1[8]f s.\n",
 		*oldVer, *version, r.runs, r.worstGap, r.writes, r.failures, r.firstDone, r.rollAll, errorSummary(r.errs))
@@ -363,16 +363,16 @@ func keptScaleSection(path string) string {
 	return "\n" + s[start:end+len("<!-- /bench-scale -->")] + "\n"
 }
 
-// writeConflicts are the operator's writes the API server refused with 409,
+// writeCounts are the operator's writes the API server refused with 409,
 // and its writes by resource.
-type writeConflicts struct {
+type writeCounts struct {
 	conflict, alreadyExists float64
 	byResource              map[string]float64
 }
 
 // since is what was counted between before and c.
-func (c writeConflicts) since(before writeConflicts) writeConflicts {
-	d := writeConflicts{conflict: c.conflict - before.conflict, alreadyExists: c.alreadyExists - before.alreadyExists, byResource: map[string]float64{}}
+func (c writeCounts) since(before writeCounts) writeCounts {
+	d := writeCounts{conflict: c.conflict - before.conflict, alreadyExists: c.alreadyExists - before.alreadyExists, byResource: map[string]float64{}}
 	for r, n := range c.byResource {
 		if n -= before.byResource[r]; n > 0 {
 			d.byResource[r] = n
@@ -382,7 +382,7 @@ func (c writeConflicts) since(before writeConflicts) writeConflicts {
 }
 
 // String lists the writes by resource, the most first.
-func (c writeConflicts) String() string {
+func (c writeCounts) String() string {
 	rs := make([]string, 0, len(c.byResource))
 	for r := range c.byResource {
 		rs = append(rs, r)
@@ -403,15 +403,15 @@ func (c writeConflicts) String() string {
 // operatorWrites sums the operator's own count of its write requests to the
 // API server, leader election's lease renewals left out (they cost the same
 // whatever the number of clusters), and of those refused with 409.
-func (b *bench) operatorWrites() (float64, writeConflicts, error) {
-	refused := writeConflicts{byResource: map[string]float64{}}
+func (b *bench) operatorWrites() (float64, writeCounts, error) {
+	counts := writeCounts{byResource: map[string]float64{}}
 	p, err := b.operatorPod()
 	if err != nil {
-		return 0, refused, err
+		return 0, counts, err
 	}
 	body, err := scrape.Operator(b.ctx, b.cs, p, "raftsman-system", "raftsman-metrics-reader")
 	if err != nil {
-		return 0, refused, err
+		return 0, counts, err
 	}
 	var total float64
 	sc := bufio.NewScanner(strings.NewReader(body))
@@ -430,15 +430,15 @@ func (b *bench) operatorWrites() (float64, writeConflicts, error) {
 			total += v
 			if _, rest, ok := strings.Cut(line, `resource="`); ok {
 				res, _, _ := strings.Cut(rest, `"`)
-				refused.byResource[res] += v
+				counts.byResource[res] += v
 			}
 		case strings.HasPrefix(line, "raftsman_api_write_conflicts_total{") && strings.Contains(line, `reason="AlreadyExists"`):
-			refused.alreadyExists += v
+			counts.alreadyExists += v
 		case strings.HasPrefix(line, "raftsman_api_write_conflicts_total{"):
-			refused.conflict += v
+			counts.conflict += v
 		}
 	}
-	return total, refused, sc.Err()
+	return total, counts, sc.Err()
 }
 
 func isReady(p *corev1.Pod) bool {
