@@ -134,17 +134,12 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 	if s.cluster.Status.ClusterID != "" {
 		return ctrl.Result{}, nil
 	}
-	restore := s.restoreFrom
-	switch {
-	case restore == nil && s.restoringBackup():
-		return ctrl.Result{}, nil // restoreFromBackup found no snapshot yet
-	case restore == nil && restoring(s.cluster):
-		rs, ok := s.cluster.CheckedRestore()
-		if !ok {
-			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForRestore, "The first member waits for the RestoreReady condition of this generation: the backup controller checks the snapshot first"
-			return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
-		}
-		restore = &etcdv1.MemberRestore{Destination: rs.Destination, Key: rs.Key, SHA256: rs.SHA256, AgentImage: r.Options.AgentImage}
+	if s.restoringBackup() && len(s.members) > 0 {
+		return ctrl.Result{}, nil // the restored member is made: the recovery goes on
+	}
+	restore, res, err := r.bootstrapSnapshot(ctx, s)
+	if err != nil || !res.IsZero() {
+		return res, err
 	}
 	var initial string
 	for _, m := range s.members {
@@ -184,6 +179,25 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// bootstrapSnapshot is the snapshot the first member of a new cluster is
+// made from, if any: the one spec.bootstrap.restore names once the backup
+// controller checked it, or a backup a quorum recovery restores. A
+// non-zero Result while the first member has to wait.
+func (r *Reconciler) bootstrapSnapshot(ctx context.Context, s *scope) (*etcdv1.MemberRestore, ctrl.Result, error) {
+	switch {
+	case s.restoringBackup():
+		return r.restoredSnapshot(ctx, s)
+	case restoring(s.cluster):
+		rs, ok := s.cluster.CheckedRestore()
+		if !ok {
+			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForRestore, "The first member waits for the RestoreReady condition of this generation: the backup controller checks the snapshot first"
+			return nil, ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+		}
+		return &etcdv1.MemberRestore{Destination: rs.Destination, Key: rs.Key, SHA256: rs.SHA256, AgentImage: r.Options.AgentImage}, ctrl.Result{}, nil
+	}
+	return nil, ctrl.Result{}, nil
 }
 
 // bootstrapCluster is the --initial-cluster of a new cluster of n members,

@@ -56,9 +56,10 @@ type scope struct {
 	// Services, its PDB) that it does not own: they are left as they are.
 	foreign []string
 
-	// restoreFrom is the snapshot the first member of a cluster restored
-	// from a backup after a lost quorum is made from (restoreFromBackup).
-	restoreFrom *etcdv1.MemberRestore
+	// decisions are what each operation the arbiter asked decided, and
+	// acted the one that ended the pass (operations.go).
+	decisions []decision
+	acted     opKind
 
 	// afterWrite runs once this pass's status is written: events that
 	// report what the status records, so that a pass whose write failed
@@ -118,45 +119,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //  3. syncStorage: PVCs follow spec.storage.size [storage.go];
 //  4. waitForTLS(true): a new cluster waits for its certificates [bootstrap.go];
 //  5. waitForRestore: a restored one for its checked snapshot [storage.go];
-//  6. restoreFromBackup: the first member of a cluster restored from a
-//     backup after a lost quorum [recovery.go];
-//  7. bootstrap: the initial members of a new cluster [bootstrap.go];
-//  8. observeEtcd: what etcd says of its members and alarms [observe.go];
-//  9. recoverQuorum: while etcd does not answer, starts a quorum recovery
-//     (the only step that starts one) or goes on with it; the other
-//     recovery steps (6, 12, 23) only carry on one it started [recovery.go];
-//  10. undrain: back into the client Service, a member whose
+//  6. bootstrap: the initial members of a new cluster, or the first member
+//     of one a quorum recovery restores from a backup [bootstrap.go];
+//  7. observeEtcd: what etcd says of its members and alarms [observe.go];
+//  8. undrain: back into the client Service, a member whose
 //     defragmentation cannot go on now [maintenance.go];
-//  11. holdForUndecodable: nothing changes while a member cannot be read;
-//  12. continueRecovery: a quorum recovery under way [recovery.go];
-//  13. waitForTLS(false): the certificates of this generation;
-//  14. finishRemovals: members being deleted leave etcd [membership.go];
-//  15. replaceLostMembers [membership.go];
-//  16. replaceCorruptMembers [healing.go];
-//  17. prepareVersion: the version plan, etcd's downgrade [version.go];
-//  18. scaleDown [membership.go];
-//  19. scaleUp: the new EtcdMember [membership.go];
-//  20. addLearners [membership.go];
-//  21. promoteLearners [membership.go];
-//  22. rollout: the spec to one member at a time [rollout.go];
-//  23. finishRecovery: a quorum recovery ends [recovery.go];
-//  24. maintain: defragmentation and NOSPACE repair [maintenance.go];
-//  25. healthCheckLater: come back for a health check [membership.go].
+//  9. holdForUndecodable: nothing changes while a member cannot be read;
+//  10. arbitrate: the operations, in the order operations.go gives and
+//     explains: quorum recovery [recovery.go], removal [membership.go],
+//     healing [membership.go, healing.go], version [version.go], scaling
+//     [membership.go], rollout [rollout.go], maintenance [maintenance.go];
+//  11. healthCheckLater: come back for a health check [membership.go].
 //
-// Scaling goes before the rollout: see rollout.go for why. A suspended
-// cluster runs 1-3 only: its Pods are stopped. While it is being
-// suspended, a change under way ends (14, 20, 21) and none starts.
+// A suspended cluster runs 1-3 only: its Pods are stopped. While it is
+// being suspended, a change under way ends (removals, learners added and
+// promoted) and none starts, not even a quorum recovery: without a quorum
+// the pass waits (holdWithoutQuorum).
 func (r *Reconciler) steps(s *scope) []kube.Step[*scope] {
 	switch {
 	case s.suspended:
 		return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage}
 	case s.suspending:
 		return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-			r.bootstrap, r.observeEtcd, r.recoverQuorum, r.undrain, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
+			r.bootstrap, r.observeEtcd, r.holdWithoutQuorum, r.undrain, r.waitForTLS(false), r.finishRemovals, r.addLearners, r.promoteLearners, r.healthCheckLater}
 	}
 	return []kube.Step[*scope]{r.ensureServices, r.ensurePDB, r.syncStorage, r.waitForTLS(true), r.waitForRestore,
-		r.restoreFromBackup, r.bootstrap, r.observeEtcd, r.recoverQuorum, r.undrain, r.holdForUndecodable, r.continueRecovery, r.waitForTLS(false), r.finishRemovals, r.replaceLostMembers, r.replaceCorruptMembers, r.prepareVersion,
-		r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners, r.rollout, r.finishRecovery, r.maintain, r.healthCheckLater}
+		r.bootstrap, r.observeEtcd, r.undrain, r.holdForUndecodable, r.arbitrate(r.operations()), r.healthCheckLater}
 }
 
 func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scope, error) {
@@ -221,7 +209,17 @@ func (r *Reconciler) holdForUndecodable(_ context.Context, s *scope) (ctrl.Resul
 	return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 }
 
-// patchStatuses writes the cluster's status and that of each member whose
+// holdWithoutQuorum ends the pass of a cluster being suspended while etcd
+// has no quorum: no membership change can end, and no recovery starts
+// while spec.suspend asks for the members to stop.
+func (r *Reconciler) holdWithoutQuorum(_ context.Context, s *scope) (ctrl.Result, error) {
+	if !s.quorumLost {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
+}
+
+// applyStatuses writes the cluster's status and that of each member whose
 // status this reconcile changed.
 func (r *Reconciler) applyStatuses(ctx context.Context, s *scope) error {
 	var errs []error

@@ -38,6 +38,12 @@ import (
 //  4. the members left behind are lost (etcd no longer lists them):
 //     replaceLostMembers keeps their volumes, then scaleUp adds learners;
 //  5. Available and converged: phase Done, the annotation removed.
+//
+// A recovery is one operation (operations.go), entered from one place,
+// recover: recoverQuorum starts one, or goes on with it, while etcd has no
+// quorum; continueRecovery goes on once etcd answers, and finishRecovery
+// ends it. A restore from a backup makes its new cluster's first member
+// through bootstrap, which reads the backup from status.recovery.
 
 // defaultQuorumLossAfter is how long an Automatic recovery waits.
 const defaultQuorumLossAfter = 5 * time.Minute
@@ -669,28 +675,24 @@ func (r *Reconciler) restoreBackup(ctx context.Context, s *scope) (*etcdv1.EtcdB
 	return b, snap, nil
 }
 
-// restoreFromBackup lets bootstrap make the first member of the new
-// cluster of a restore from the snapshot (s.restoreFrom), once the old
-// members are gone and the cluster ID cleared.
-func (r *Reconciler) restoreFromBackup(ctx context.Context, s *scope) (ctrl.Result, error) {
+// restoredSnapshot is the snapshot bootstrap makes the first member of the
+// new cluster from, once a restore from a backup released the old members
+// and cleared the cluster ID; nil with a requeue while there is none.
+func (r *Reconciler) restoredSnapshot(ctx context.Context, s *scope) (*etcdv1.MemberRestore, ctrl.Result, error) {
 	c := s.cluster
-	if !s.restoringBackup() || c.Status.ClusterID != "" || len(s.members) > 0 {
-		return ctrl.Result{}, nil
-	}
 	rs := c.Status.Recovery
 	s.progress, s.progressMsg = etcdv1.ReasonRestoringBackup, rs.Message
 	b, snap, err := r.restoreBackup(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	if b == nil {
 		// Deleting an EtcdBackup deletes its snapshot: there is nothing
 		// left to make the new cluster from.
 		s.waiting, s.waitingMsg = etcdv1.ReasonRestoringBackup, fmt.Sprintf("EtcdBackup %s is gone or no longer Complete since the members were released; nothing is left to restore here: restore another backup into a new EtcdCluster (spec.bootstrap.restore). The old members' volumes are kept, labelled %s=%s", rs.Backup, etcdv1.RetainedFromLabel, c.Name)
-		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+		return nil, ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 	}
-	s.restoreFrom = &etcdv1.MemberRestore{Destination: b.Spec.Destination, Key: snap.Key, SHA256: snap.SHA256, AgentImage: r.Options.AgentImage}
-	return ctrl.Result{}, nil
+	return &etcdv1.MemberRestore{Destination: b.Spec.Destination, Key: snap.Key, SHA256: snap.SHA256, AgentImage: r.Options.AgentImage}, ctrl.Result{}, nil
 }
 
 // pointOfNoReturn records which etcd cluster a restore gives up, once the
