@@ -1,6 +1,10 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -14,7 +18,7 @@ import (
 //
 //	| accessor                    | field                          | reader          | behind (owner)                                  |
 //	|-----------------------------|--------------------------------|-----------------|-------------------------------------------------|
-//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup | TLSReady (tls)                                  |
+//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup | TLSReady (tls), TLSCurrent                      |
 //	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (backup)                           |
 //	| EtcdCluster.ObservedMembers | status.members                 | backup          | status.observedGeneration (cluster)             |
 //	| EtcdCluster.ObservedID      | status.clusterID               | backup          | status.observedGeneration (cluster)             |
@@ -25,14 +29,48 @@ import (
 // controller writes each EtcdMember's spec (the member controller runs it,
 // and its Ready for the member's generation says it does); the tls
 // controller reads a member's spec.tls.trustRevision only behind that Ready.
+//
+// TLSReady is the one condition read for an earlier generation too: the
+// certificates depend on spec.tls alone, so a TLSReady the tls controller
+// set for the same spec.tls (TLSCurrent) holds for the current generation,
+// and a spec change that does not touch TLS waits for no pass of the tls
+// controller.
 
 // TLSSecrets is status.tls, the Secrets of the cluster's certificates,
-// while TLSReady is True for the cluster's generation.
+// while TLSReady holds for the spec as it is now (TLSCurrent).
 func (c *EtcdCluster) TLSSecrets() (*TLSStatus, bool) {
-	if !isTrue(c.Status.Conditions, ConditionTLSReady, c.Generation) || c.Status.TLS == nil {
+	if !c.TLSCurrent() || c.Status.TLS == nil {
 		return nil, false
 	}
 	return c.Status.TLS, true
+}
+
+// TLSCurrent says whether the tls controller's TLSReady is True for the
+// spec as it is now: for the current generation, or for an earlier one
+// with the same spec.tls (status.tls.specHash is TLSSpecHash; for a
+// cluster without TLS, TLSReady says TLSDisabled).
+func (c *EtcdCluster) TLSCurrent() bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, ConditionTLSReady)
+	switch {
+	case cond == nil || cond.Status != metav1.ConditionTrue:
+		return false
+	case cond.ObservedGeneration == c.Generation:
+		return true
+	case c.Spec.TLS.Disabled:
+		return cond.Reason == ReasonTLSDisabled
+	}
+	return c.Status.TLS != nil && c.Status.TLS.SpecHash != "" && c.Status.TLS.SpecHash == c.TLSSpecHash()
+}
+
+// TLSSpecHash identifies spec.tls: the tls controller records it with the
+// certificates it issued for it (status.tls.specHash).
+func (c *EtcdCluster) TLSSpecHash() string {
+	b, err := json.Marshal(c.Spec.TLS)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // CheckedRestore is status.restore, the snapshot a new cluster is made

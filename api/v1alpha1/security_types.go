@@ -192,6 +192,10 @@ type TLSStatus struct {
 	// CASecretName holds the operator's CA of this cluster.
 	// +optional
 	CASecretName string `json:"caSecretName,omitempty"`
+	// SpecHash identifies the spec.tls these certificates were issued for:
+	// a later generation with the same spec.tls needs no new TLSReady.
+	// +optional
+	SpecHash string `json:"specHash,omitempty"`
 	// NotAfter is when the first of the cluster's certificates expires.
 	// +optional
 	NotAfter *metav1.Time `json:"notAfter,omitempty"`

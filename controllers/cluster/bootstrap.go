@@ -65,10 +65,10 @@ func (r *Reconciler) waitForTLS(bootstrapOnly bool) kube.Step[*scope] {
 		if bootstrapOnly && c.Status.ClusterID != "" {
 			return ctrl.Result{}, nil
 		}
-		if _, ok := c.TLSSecrets(); ok || (c.Spec.TLS.Disabled && kube.IsTrue(c.Status.Conditions, etcdv1.ConditionTLSReady, c.Generation)) {
+		if _, ok := c.TLSSecrets(); ok || (c.Spec.TLS.Disabled && c.TLSCurrent()) {
 			return ctrl.Result{}, nil
 		}
-		s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForTLS, "Membership changes wait for the TLSReady condition of this generation (set by the tls controller)"
+		s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForTLS, "Membership changes wait for the TLSReady condition of this spec.tls (set by the tls controller)"
 		// The condition's change wakes this controller; the requeue is a
 		// backstop only.
 		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil

@@ -22,7 +22,7 @@ import (
 //  1. quorum recovery: while etcd has no quorum nothing else can change it,
 //     and a recovery under way owns the members until it ends. It is the
 //     only operation that runs before the certificates of the current
-//     generation are issued: a lost quorum may be what keeps the tls
+//     spec.tls are issued: a lost quorum may be what keeps the tls
 //     controller from finishing them.
 //  2. removal: a member being deleted leaves etcd first. Until it does, it
 //     counts as a voter that may not answer, and its Pod and PVC stay.
@@ -66,7 +66,7 @@ type decision struct {
 
 // operation is one of the cluster's operations: how it decides, and the
 // steps it acts with. certs: it waits for the certificates of the current
-// generation before it acts.
+// spec.tls before it acts (TLSCurrent).
 type operation struct {
 	kind   opKind
 	decide func(*view) decision
@@ -97,7 +97,7 @@ func (r *Reconciler) arbitrate(ops []operation) kube.Step[*scope] {
 		for _, op := range ops {
 			if op.certs && !certsChecked {
 				// Every operation after the recovery waits for the
-				// certificates of this generation, whether it acts or not.
+				// certificates of this spec.tls, whether it acts or not.
 				certsChecked = true
 				if res, err := r.waitForTLS(false)(ctx, s); err != nil || !res.IsZero() {
 					return res, err

@@ -706,12 +706,58 @@ func TestTLSClusterWaitsForTLSReady(t *testing.T) {
 	}
 }
 
+// TestSpecChangeOutsideTLSWaitsForNoTLSPass: a later generation whose
+// spec.tls did not change acts on the TLSReady the tls controller set for
+// an earlier one (a scale starts at once); one that changed spec.tls waits
+// for a TLSReady of its own.
+func TestSpecChangeOutsideTLSWaitsForNoTLSPass(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 3, interceptor.Funcs{})
+	c := e.cluster()
+	c.Spec.TLS.Disabled = false
+	c.Generation++
+	if err := e.c.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	e.tlsReady("rev-1")
+	e.formed()
+
+	c = e.cluster()
+	c.Spec.Replicas = ptr.To(int32(4))
+	c.Generation++
+	if err := e.c.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	e.mustReconcile()
+	if n := len(e.members()); n != 4 {
+		t.Errorf("members = %d after a scale to 4 with TLSReady of the generation before, want 4", n)
+	}
+	if p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Reason == etcdv1.ReasonWaitingForTLS {
+		t.Errorf("Progressing = %+v: a scale waited for the tls controller", p)
+	}
+
+	c = e.cluster()
+	c.Spec.Replicas = ptr.To(int32(5))
+	c.Spec.TLS.CertificateLifetime = &metav1.Duration{Duration: 48 * time.Hour}
+	c.Generation++
+	if err := e.c.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	e.mustReconcile()
+	if p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing); p.Reason != etcdv1.ReasonWaitingForTLS {
+		t.Errorf("Progressing = %+v after a change of spec.tls, want WaitingForTLS", p)
+	}
+	if n := len(e.members()); n != 4 {
+		t.Errorf("members = %d after a change of spec.tls before TLSReady, want 4", n)
+	}
+}
+
 // tlsReady plays the tls controller: the client Secret, status.tls with the
 // trust revision, and TLSReady for the current generation.
 func (e *env) tlsReady(rev string) {
 	e.t.Helper()
 	c := e.cluster()
-	c.Status.TLS = &etcdv1.TLSStatus{PeerSecretName: "demo-peer-tls", ServerSecretName: "demo-server-tls", ClientSecretName: "demo-client-tls", CASecretName: "demo-ca", TrustRevision: rev}
+	c.Status.TLS = &etcdv1.TLSStatus{PeerSecretName: "demo-peer-tls", ServerSecretName: "demo-server-tls", ClientSecretName: "demo-client-tls", CASecretName: "demo-ca", TrustRevision: rev, SpecHash: c.TLSSpecHash()}
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1.ConditionTLSReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonCertificatesReady, ObservedGeneration: c.Generation})
 	if err := e.c.Status().Update(context.Background(), c); err != nil {
 		e.t.Fatal(err)

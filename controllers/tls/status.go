@@ -34,6 +34,7 @@ func setTLSStatus(s *scope) {
 		ServerSecretName: resources.ServerTLSSecretName(c.Name),
 		ClientSecretName: resources.ClientTLSSecretName(c.Name),
 		CASecretName:     resources.CASecretName(c.Name),
+		SpecHash:         c.TLSSpecHash(),
 	}
 	if !s.notAfter.IsZero() {
 		st.NotAfter = ptrTime(s.notAfter)
