@@ -32,6 +32,9 @@ import (
 type rollResult struct {
 	firstBack, firstDone, all float64
 	member                    string
+	// tlsWaits: how many times the cluster's Progressing said
+	// WaitingForTLS meanwhile (a watch sees every status write).
+	tlsWaits int
 }
 
 // rollingRestart changes a Pod template annotation of a settled cluster,
@@ -56,6 +59,10 @@ func (b *bench) rollingRestart(ns, name string, n int32) (rollResult, error) {
 		c.Spec.PodTemplate.Metadata.Annotations = map[string]etcdv1.AnnotationValue{}
 	}
 	c.Spec.PodTemplate.Metadata.Annotations["bench.raftsman.io/roll"] = etcdv1.AnnotationValue(time.Now().UTC().Format(time.RFC3339Nano))
+	tlsWaits, err := b.watchTLSWaits(ns, name)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	if err := b.c.Patch(b.ctx, c, patch); err != nil {
 		return res, err
@@ -110,7 +117,41 @@ func (b *bench) rollingRestart(ns, name string, n int32) (rollResult, error) {
 		return res, fmt.Errorf("rolling restart of every member: %w", err)
 	}
 	res.all = time.Since(start).Seconds()
+	res.tlsWaits = tlsWaits()
 	return res, nil
+}
+
+// watchTLSWaits watches the cluster and counts the times its Progressing
+// condition says WaitingForTLS, until the function it returns is called.
+func (b *bench) watchTLSWaits(ns, name string) (func() int, error) {
+	w, err := b.c.Watch(b.ctx, &etcdv1.EtcdClusterList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	waits := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			c, ok := ev.Object.(*etcdv1.EtcdCluster)
+			if !ok {
+				continue
+			}
+			if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionProgressing); p != nil && p.Reason == etcdv1.ReasonWaitingForTLS {
+				mu.Lock()
+				waits++
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() int {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return waits
+	}, nil
 }
 
 // backAfterRestart says whether m runs again after its restart: a new
