@@ -50,7 +50,11 @@ const (
 
 	// ConditionRegistered is True once etcd knows the member: it is one of
 	// the initial members of a new cluster, or it was added as a learner.
-	// The member controller creates the member's Pod only then.
+	// The member controller creates the member's Pod only then, with one
+	// exception: an initial member of a cluster etcd has not formed yet is
+	// in the initial cluster by construction and starts while it has no
+	// Registered condition at all; it gets the condition, True, with the
+	// member ID etcd gives it (one status write instead of two).
 	ConditionRegistered = "Registered"
 	// ConditionReady is True while the member's Pod is Ready (etcd's own
 	// readiness endpoint answers).

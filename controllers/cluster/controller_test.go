@@ -76,7 +76,7 @@ func testBootstrap(t *testing.T, e *env) {
 	// bootstrap together.
 	ms := e.waitMembers(3, func(ms []etcdv1.EtcdMember) error {
 		for _, m := range ms {
-			if err := registered(&m, etcdv1.ReasonInitialMember); err != nil {
+			if err := initialUnregistered(&m); err != nil {
 				return err
 			}
 		}
@@ -727,7 +727,7 @@ func (e *env) formClusterAt(version string, replicas int32) []etcdv1.EtcdMember 
 	e.createClusterAt(version, replicas)
 	ms := e.waitMembers(int(replicas), func(ms []etcdv1.EtcdMember) error {
 		for _, m := range ms {
-			if err := registered(&m, etcdv1.ReasonInitialMember); err != nil {
+			if err := initialUnregistered(&m); err != nil {
 				return err
 			}
 		}
@@ -1002,6 +1002,18 @@ func conditions(cl *etcdv1.EtcdCluster, want ...cond) error {
 		case c.ObservedGeneration != cl.Generation:
 			return fmt.Errorf("%s is for generation %d, the cluster is at %d", w.typ, c.ObservedGeneration, cl.Generation)
 		}
+	}
+	return nil
+}
+
+// initialUnregistered checks an initial member before etcd answers: it may
+// start without a Registered condition, which it gets with its member ID.
+func initialUnregistered(m *etcdv1.EtcdMember) error {
+	switch c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionRegistered); {
+	case m.Spec.InitialClusterState != etcdv1.InitialClusterStateNew:
+		return fmt.Errorf("%s: initialClusterState %s, want new", m.Name, m.Spec.InitialClusterState)
+	case c != nil:
+		return fmt.Errorf("%s: Registered = %s %s before etcd answers, want none", m.Name, c.Status, c.Reason)
 	}
 	return nil
 }

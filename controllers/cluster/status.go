@@ -279,6 +279,12 @@ func setRegistered(s *scope, m *etcdv1.EtcdMember) {
 	}
 	initial := m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew
 	switch {
+	case initial && m.Status.MemberID == "" && s.cluster.Status.ClusterID == "" && meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionRegistered) == nil:
+		// An initial member of a cluster not formed yet is in the initial
+		// cluster by construction and may start without the condition
+		// (the member controller's registered): it is set with the member
+		// ID etcd gives, in one write.
+		return
 	case initial && (m.Status.MemberID != "" || s.cluster.Status.ClusterID == ""):
 		set(true, etcdv1.ReasonInitialMember, "The member is one of the initial members of the cluster")
 	case m.Status.MemberID != "":

@@ -29,6 +29,7 @@ func TestEnvMemberController(t *testing.T) {
 		"WaitsForRegistration":                testWaitsForRegistration,
 		"StaleRegistrationIsNotEnough":        testStaleRegistration,
 		"RegisteredMemberGetsItsPod":          testRegisteredMemberGetsPod,
+		"InitialMemberStartsAtOnce":           testInitialMemberStarts,
 		"LostPodIsRecreatedToJoin":            testPodRecreated,
 		"LostPVCIsDataLost":                   testPVCLost,
 		"MemoryMedium":                        testMemoryMedium,
@@ -96,6 +97,44 @@ func testWaitsForRegistration(t *testing.T, c client.Client) {
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("get Pod of an unregistered member: want NotFound, got %v", err)
 	}
+}
+
+// testInitialMemberStarts: an initial member of a cluster etcd has not
+// formed yet is in the initial cluster by construction: it gets its PVC and
+// its Pod in one pass, without a Registered condition, and the volume and
+// the Pod are recorded in one status write. A Registered condition, once
+// there, decides: False stops the next Pod.
+func testInitialMemberStarts(t *testing.T, c client.Client) {
+	m := newMember(t, c, newNamespace(t, c), "demo-a", func(s *etcdv1.EtcdMemberSpec) { s.InitialClusterState = etcdv1.InitialClusterStateNew })
+	pod := waitPod(t, c, m, "")
+	eventually(t, "status.pvcName and status.podName recorded", func() error {
+		got := getMember(t, c, m)
+		if got.Status.PVCName != resources.PVCName(m.Name) || got.Status.PodName != pod.Name {
+			return fmt.Errorf("status.pvcName %q, status.podName %q", got.Status.PVCName, got.Status.PodName)
+		}
+		if meta.FindStatusCondition(got.Status.Conditions, etcdv1.ConditionRegistered) != nil {
+			return fmt.Errorf("a Registered condition the test did not set")
+		}
+		return nil
+	})
+
+	got := getMember(t, c, m)
+	got.Status.Conditions = append(got.Status.Conditions, metav1.Condition{
+		Type: etcdv1.ConditionRegistered, Status: metav1.ConditionFalse, ObservedGeneration: got.Generation,
+		Reason: etcdv1.ReasonAwaitingAdd, Message: "set by the test", LastTransitionTime: metav1.Now(),
+	})
+	if err := c.Status().Update(t.Context(), got); err != nil {
+		t.Fatalf("set Registered False: %v", err)
+	}
+	if err := c.Delete(t.Context(), pod); err != nil {
+		t.Fatalf("delete the Pod: %v", err)
+	}
+	consistently(t, "no new Pod while Registered is False", func() error {
+		if err := c.Get(t.Context(), key(m.Namespace, m.Name), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get Pod: want NotFound, got %v", err)
+		}
+		return nil
+	})
 }
 
 // testStaleRegistration: Registered counts only for the member's current
@@ -262,7 +301,7 @@ func testRegisteredMemberGetsPod(t *testing.T, c client.Client) {
 // testPodRecreated: a member whose Pod is gone gets a new one, which joins
 // the cluster that exists by then instead of bootstrapping another.
 func testPodRecreated(t *testing.T, c client.Client) {
-	m := newMember(t, c, newNamespace(t, c), "demo-a", nil)
+	m := newMember(t, c, newNamespace(t, c), "demo-a", func(s *etcdv1.EtcdMemberSpec) { s.InitialClusterState = etcdv1.InitialClusterStateNew })
 	setRegistered(t, c, m, m.Generation)
 	first := waitPod(t, c, m, "")
 	if !slices.Contains(first.Spec.Containers[0].Args, "--initial-cluster-state=new") {
@@ -445,7 +484,9 @@ func testMemoryMedium(t *testing.T, c client.Client) {
 
 func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
-// newMember creates an EtcdMember as the cluster controller would.
+// newMember creates an EtcdMember as the cluster controller would for a
+// member it adds as a learner: it starts once Registered (an initial
+// member of a new cluster starts without it: testInitialMemberStarts).
 func newMember(t *testing.T, c client.Client, ns, name string, mutate func(*etcdv1.EtcdMemberSpec)) *etcdv1.EtcdMember {
 	t.Helper()
 	cl := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: ns}, Spec: etcdv1.EtcdClusterSpec{TLS: etcdv1.TLSSpec{Disabled: true}}}
@@ -456,7 +497,7 @@ func newMember(t *testing.T, c client.Client, ns, name string, mutate func(*etcd
 			ClusterName:         clusterName,
 			Version:             "3.6.16",
 			Image:               "quay.io/coreos/etcd:v3.6.16",
-			InitialClusterState: etcdv1.InitialClusterStateNew,
+			InitialClusterState: etcdv1.InitialClusterStateExisting,
 			InitialCluster:      resources.InitialCluster([][2]string{{name, peer}}),
 			ClusterToken:        "token-" + ns,
 			PeerURL:             peer,
@@ -487,7 +528,11 @@ func getMember(t *testing.T, c client.Client, m *etcdv1.EtcdMember) *etcdv1.Etcd
 // resourceVersion, retried when the member controller wrote in between.
 func setRegistered(t *testing.T, c client.Client, m *etcdv1.EtcdMember, generation int64) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// The member controller writes the status too: on a busy machine, more
+	// than the default five tries may meet its writes.
+	backoff := retry.DefaultRetry
+	backoff.Steps = 50
+	err := retry.RetryOnConflict(backoff, func() error {
 		got := &etcdv1.EtcdMember{}
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(m), got); err != nil {
 			return err

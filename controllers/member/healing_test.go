@@ -362,22 +362,22 @@ func TestDataRefusedMarksMemberDataLost(t *testing.T) {
 	}
 }
 
-func TestPodWaitsForPersistedPVCName(t *testing.T) {
+// TestFirstPodRecordsItsVolume: the first Pod is made in the pass that
+// makes the PVC, and the status write of that pass records both; a lost
+// write is made good by the next pass, which finds both and makes no
+// second Pod.
+func TestFirstPodRecordsItsVolume(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
 		// pvcExists: the PVC was made before the member was registered.
 		pvcExists bool
-		// pvcName: status.pvcName is already stored.
-		pvcName bool
 		// crash: the status write of the first pass fails.
-		crash      bool
-		wantPodsAt int // the pass (1, 2 or 3) that creates the Pod
+		crash bool
 	}{
-		{name: "no PVC yet", wantPodsAt: 2},
-		{name: "PVC made before registration", pvcExists: true, wantPodsAt: 2},
-		{name: "status write lost", crash: true, wantPodsAt: 3},
-		{name: "pvcName stored", pvcExists: true, pvcName: true, wantPodsAt: 1},
+		{name: "no PVC yet"},
+		{name: "PVC made before registration", pvcExists: true},
+		{name: "status write lost", crash: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -385,49 +385,41 @@ func TestPodWaitsForPersistedPVCName(t *testing.T) {
 			m := registeredMember()
 			var objs []client.Object
 			if tt.pvcExists {
+				m.Status.PVCName = resources.PVCName(m.Name)
 				objs = append(objs, resources.MemberPVC(m))
 			}
-			if tt.pvcName {
-				m.Status.PVCName = resources.PVCName(m.Name)
-			}
 			e := newUnitEnv(t, m, objs...)
-			for pass := 1; pass <= tt.wantPodsAt; pass++ {
+			passes := 1
+			if tt.crash {
+				passes = 2
+			}
+			for pass := 1; pass <= passes; pass++ {
 				e.failStatus = tt.crash && pass == 1
 				err := e.reconcile()
 				if e.failStatus != (err != nil) {
 					t.Fatalf("pass %d: reconcile error %v", pass, err)
 				}
 				e.failStatus = false
-				got := e.member()
 				if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: resources.PVCName(m.Name)}, &corev1.PersistentVolumeClaim{}); err != nil {
 					t.Errorf("pass %d: PVC: %v", pass, err)
 				}
-				p := e.pod()
-				if pass < tt.wantPodsAt {
-					if p != nil {
-						t.Fatalf("pass %d: Pod created while status.pvcName is %q in the stored status", pass, got.Status.PVCName)
-					}
-					if !tt.crash && got.Status.PVCName != resources.PVCName(m.Name) {
-						t.Errorf("pass %d: status.pvcName = %q, want %q", pass, got.Status.PVCName, resources.PVCName(m.Name))
-					}
-					continue
+				if e.pod() == nil {
+					t.Fatalf("pass %d: no Pod", pass)
 				}
-				if p == nil {
-					t.Fatalf("pass %d: no Pod once status.pvcName was stored (%q)", pass, got.Status.PVCName)
-				}
-				if got.Status.PVCName != resources.PVCName(m.Name) || got.Status.PodName != p.Name {
-					t.Errorf("status pvcName %q podName %q, want %q %q", got.Status.PVCName, got.Status.PodName, resources.PVCName(m.Name), p.Name)
-				}
-				vol := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
-					return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == resources.PVCName(m.Name)
-				})
-				if vol < 0 {
-					t.Errorf("Pod volumes %+v, want the PVC %s", p.Spec.Volumes, resources.PVCName(m.Name))
-				}
-				check := slices.IndexFunc(p.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == resources.CheckDataContainer })
-				if check < 0 || p.Spec.InitContainers[check].Image != m.Spec.AgentImage || !slices.Contains(p.Spec.InitContainers[check].Args, "--first-pod") {
-					t.Errorf("init containers %+v, want %s with the agent image, as a first Pod", p.Spec.InitContainers, resources.CheckDataContainer)
-				}
+			}
+			got, p := e.member(), e.pod()
+			if got.Status.PVCName != resources.PVCName(m.Name) || got.Status.PodName != p.Name {
+				t.Errorf("status pvcName %q podName %q, want %q %q", got.Status.PVCName, got.Status.PodName, resources.PVCName(m.Name), p.Name)
+			}
+			vol := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == resources.PVCName(m.Name)
+			})
+			if vol < 0 {
+				t.Errorf("Pod volumes %+v, want the PVC %s", p.Spec.Volumes, resources.PVCName(m.Name))
+			}
+			check := slices.IndexFunc(p.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == resources.CheckDataContainer })
+			if check < 0 || p.Spec.InitContainers[check].Image != m.Spec.AgentImage || !slices.Contains(p.Spec.InitContainers[check].Args, "--first-pod") {
+				t.Errorf("init containers %+v, want %s with the agent image, as a first Pod", p.Spec.InitContainers, resources.CheckDataContainer)
 			}
 			if e.podCreates != 1 {
 				t.Errorf("%d Pod creates, want 1", e.podCreates)

@@ -80,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if r.written.Behind(m) {
 		return ctrl.Result{RequeueAfter: cacheLag}, nil
 	}
-	s := &scope{member: m, base: m.DeepCopy(), registered: kube.IsTrue(m.Status.Conditions, etcdv1.ConditionRegistered, m.Generation)}
+	s := &scope{member: m, base: m.DeepCopy(), registered: registered(m)}
 	defer func() {
 		setReadyCondition(s)
 		setServingCondition(s)
@@ -158,7 +158,9 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	pvc := &corev1.PersistentVolumeClaim{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: resources.PVCName(m.Name)}, pvc); {
 	case err == nil:
-		s.pvc = pvc
+		// Recorded again should the write that recorded it with the first
+		// Pod have been lost.
+		s.pvc, m.Status.PVCName = pvc, pvc.Name
 		s.dataLost = !pvc.DeletionTimestamp.IsZero() && ranOn(m)
 	case apierrors.IsNotFound(err):
 		// The cache may lag behind a PVC just created: only the API server
@@ -231,6 +233,18 @@ func (r *Reconciler) restartForSpec(ctx context.Context, s *scope) (ctrl.Result,
 	// The Pod's deletion wakes this controller to start it again.
 	s.restarting = true
 	return ctrl.Result{}, nil
+}
+
+// registered says whether the member may run: etcd lists it (Registered
+// True for the member's generation, from the cluster controller), or it is
+// an initial member of a cluster etcd has not formed yet, which is in the
+// initial cluster by construction and has no Registered condition until
+// etcd answers (a condition of any kind then decides).
+func registered(m *etcdv1.EtcdMember) bool {
+	if meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionRegistered) != nil {
+		return kube.IsTrue(m.Status.Conditions, etcdv1.ConditionRegistered, m.Generation)
+	}
+	return m.Spec.InitialClusterState == etcdv1.InitialClusterStateNew
 }
 
 // ranOn says whether the member's recorded volume may hold its data: a
@@ -415,14 +429,13 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{}, err
 		}
 	}
-	if resources.UsesPVC(m) && s.base.Status.PVCName == "" {
-		// The PVC's name is recorded before any Pod exists: from the first
-		// Pod on, the volume holds the member's data, and a member whose
-		// recorded volume is gone is replaced, never started on a new empty
-		// one. The status write at the end of this pass records it; its
-		// change brings the next pass, which creates the Pod.
+	if resources.UsesPVC(m) {
+		// The volume is recorded with the first Pod, in the status write
+		// of this pass: from then on a member whose recorded volume is
+		// gone is lost, never started on a new empty one (ranOn). What
+		// protects a member that ran is the Pod's record (status.podName,
+		// which makes later Pods check their data before etcd starts).
 		m.Status.PVCName = resources.PVCName(m.Name)
-		return ctrl.Result{}, nil
 	}
 	pod := resources.MemberPod(m, m.Status.PodName == "")
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
