@@ -23,7 +23,8 @@ import (
 // watches only the clusters' metadata, which costs little memory even for
 // every cluster of the fleet.
 //
-// It adds a missing label and never changes one: moving a running cluster
+// It adds a missing label (with the cluster controller's finalizer, in the
+// same write: labelPatch) and never changes one: moving a running cluster
 // to another shard while a shard holder works on it could let two replicas
 // act on it. A label that no longer matches (the number of shards changed)
 // is fixed by Relabel when the operator starts, before any shard runs.
@@ -60,11 +61,24 @@ func (l *Labeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		ctrl.LoggerFrom(ctx).Info("The cluster's shard label does not match the number of shards; the operator's next start moves it", "shard", have, "want", want)
 		return ctrl.Result{}, nil
 	}
-	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, etcdv1.ShardLabel, want))
-	if err := l.Patch(ctx, meta, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+	if err := l.Patch(ctx, meta, client.RawPatch(types.ApplyPatchType, labelPatch(meta, want)), client.FieldOwner(etcdv1.FieldManager("shard")), client.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("label %s with its shard: %w", req, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// labelPatch is the apply of a new cluster's shard label and, in the same
+// write, of the cluster controller's finalizer, which that controller
+// would otherwise add in a write of its own (kube.AddFinalizer finds it
+// there). A cluster being deleted gets no new finalizer. The apply owns
+// only these two entries: other labels and finalizers stay as they are.
+func labelPatch(meta *metav1.PartialObjectMetadata, shard string) []byte {
+	m := map[string]any{"name": meta.Name, "namespace": meta.Namespace, "labels": map[string]string{etcdv1.ShardLabel: shard}}
+	if meta.DeletionTimestamp.IsZero() {
+		m["finalizers"] = []string{etcdv1.ClusterFinalizer}
+	}
+	patch, _ := json.Marshal(map[string]any{"apiVersion": etcdv1.GroupVersion.String(), "kind": "EtcdCluster", "metadata": m})
+	return patch
 }
 
 // BackupLabeler gives each EtcdBackup the cluster and shard labels of the
