@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,19 +14,6 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
 )
-
-// observeAlarms asks etcd for its alarms. A failure leaves the alarms the
-// status showed last: an alarm is cleared only by etcd saying so.
-func (r *Reconciler) observeAlarms(ctx context.Context, s *scope) {
-	tctx, cancel := r.etcdCtx(ctx)
-	defer cancel()
-	alarms, err := s.client.Alarms(tctx)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("etcd did not list its alarms", "error", err.Error())
-		return
-	}
-	s.alarms, s.alarmsKnown = alarms, true
-}
 
 // replaceCorruptMembers replaces the member a CORRUPT alarm names: its data
 // differs from the others', so it must not vote or serve. Its EtcdMember is
@@ -99,56 +85,24 @@ func (r *Reconciler) replaceStuckLearner(ctx context.Context, s *scope, m *etcdv
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
-// reportQuorumLoss asks each member that etcd cannot reach through its
-// quorum for its own status, so that the status names the members gone (and
-// what their EtcdMember says) and the raft index and revision each
-// reachable member holds: what a person needs to choose where to recover
-// from. A Warning event marks the loss once.
-func (r *Reconciler) reportQuorumLoss(ctx context.Context, s *scope) {
-	var reachable, gone []string
-	s.reachable = map[string]etcd.Status{}
+// replaceLostMembers deletes the EtcdMember of a lost member; finishRemovals
+// then removes it from etcd and scaleUp adds a fresh member in its place.
+func (r *Reconciler) replaceLostMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
 	for _, m := range s.active() {
-		tctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
-		st, err := s.client.Status(tctx, m.Spec.ClientURL)
-		cancel()
-		if err != nil {
-			why := "does not answer"
-			if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Status != "True" {
-				why = c.Message
-			}
-			gone = append(gone, fmt.Sprintf("%s (%s)", m.Name, why))
+		if !s.lost(m) {
 			continue
 		}
-		s.reachable[m.Name] = st
-		reachable = append(reachable, fmt.Sprintf("%s (raft index %d, revision %d)", m.Name, st.RaftIndex, st.Revision))
-	}
-	s.quorumReport = fmt.Sprintf("members gone: %s; reachable: %s", orNone(gone), orNone(reachable))
-	if prev := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionAvailable); prev == nil || prev.Reason != etcdv1.ReasonQuorumLost {
-		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, "QuorumLost", "Observe", "etcd has no quorum: %s", s.quorumReport)
-	}
-}
-
-func orNone(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, ", ")
-}
-
-// setAlarms copies etcd's alarms into the status.
-func setAlarms(s *scope) {
-	if !s.alarmsKnown {
-		return
-	}
-	c := s.cluster
-	c.Status.Alarms = nil
-	for _, a := range s.alarms {
-		ca := etcdv1.ClusterAlarm{Type: a.Type, MemberID: etcd.FormatID(a.MemberID)}
-		for _, m := range s.members {
-			if m.Status.MemberID == ca.MemberID {
-				ca.Member = m.Name
-			}
+		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("Member %s lost its data or its place in etcd and is replaced by a new member", m.Name)
+		if ok, err := r.keepVolumeOfLost(ctx, s, m); err != nil || !ok {
+			// A recovery runs: the member's volume is released first.
+			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, err
 		}
-		c.Status.Alarms = append(c.Status.Alarms, ca)
+		ctrl.LoggerFrom(ctx).Info("Replacing lost member", "member", m.Name)
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "MemberLost", "Replace", "Member %s lost its data or its place in etcd; it is removed and replaced", m.Name)
+		if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete lost member %s: %w", m.Name, err)
+		}
+		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
+	return ctrl.Result{}, nil
 }

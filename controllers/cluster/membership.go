@@ -102,28 +102,6 @@ func (r *Reconciler) moveLeader(ctx context.Context, s *scope, m *etcdv1.EtcdMem
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
-// replaceLostMembers deletes the EtcdMember of a lost member; finishRemovals
-// then removes it from etcd and scaleUp adds a fresh member in its place.
-func (r *Reconciler) replaceLostMembers(ctx context.Context, s *scope) (ctrl.Result, error) {
-	for _, m := range s.active() {
-		if !s.lost(m) {
-			continue
-		}
-		s.progress, s.progressMsg = etcdv1.ReasonReplacingMember, fmt.Sprintf("Member %s lost its data or its place in etcd and is replaced by a new member", m.Name)
-		if ok, err := r.keepVolumeOfLost(ctx, s, m); err != nil || !ok {
-			// A recovery runs: the member's volume is released first.
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, err
-		}
-		ctrl.LoggerFrom(ctx).Info("Replacing lost member", "member", m.Name)
-		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "MemberLost", "Replace", "Member %s lost its data or its place in etcd; it is removed and replaced", m.Name)
-		if err := r.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("delete lost member %s: %w", m.Name, err)
-		}
-		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
-	}
-	return ctrl.Result{}, nil
-}
-
 // scaleDown picks one member to remove and deletes its EtcdMember (the
 // persisted intent); finishRemovals does the rest.
 func (r *Reconciler) scaleDown(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -282,17 +260,4 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
 	return ctrl.Result{}, nil
-}
-
-// healthCheckLater brings the cluster back for a health check: soon while a
-// member does not answer (a member that just started or was promoted may miss
-// one status question, and no Kubernetes event follows its recovery), after
-// the health interval once all are healthy.
-func (r *Reconciler) healthCheckLater(_ context.Context, s *scope) (ctrl.Result, error) {
-	for _, em := range s.etcdList {
-		if !s.healthy(em.ID) {
-			return ctrl.Result{RequeueAfter: r.Options.UnhealthyInterval}, nil
-		}
-	}
-	return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 }

@@ -153,3 +153,45 @@ func findByPeerURL(list []etcd.Member, peerURL string) (etcd.Member, bool) {
 func (r *Reconciler) etcdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, r.Options.EtcdTimeout)
 }
+
+// observeAlarms asks etcd for its alarms. A failure leaves the alarms the
+// status showed last: an alarm is cleared only by etcd saying so.
+func (r *Reconciler) observeAlarms(ctx context.Context, s *scope) {
+	tctx, cancel := r.etcdCtx(ctx)
+	defer cancel()
+	alarms, err := s.client.Alarms(tctx)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("etcd did not list its alarms", "error", err.Error())
+		return
+	}
+	s.alarms, s.alarmsKnown = alarms, true
+}
+
+// reportQuorumLoss asks each member that etcd cannot reach through its
+// quorum for its own status, so that the status names the members gone (and
+// what their EtcdMember says) and the raft index and revision each
+// reachable member holds: what a person needs to choose where to recover
+// from. A Warning event marks the loss once.
+func (r *Reconciler) reportQuorumLoss(ctx context.Context, s *scope) {
+	var reachable, gone []string
+	s.reachable = map[string]etcd.Status{}
+	for _, m := range s.active() {
+		tctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
+		st, err := s.client.Status(tctx, m.Spec.ClientURL)
+		cancel()
+		if err != nil {
+			why := "does not answer"
+			if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Status != "True" {
+				why = c.Message
+			}
+			gone = append(gone, fmt.Sprintf("%s (%s)", m.Name, why))
+			continue
+		}
+		s.reachable[m.Name] = st
+		reachable = append(reachable, fmt.Sprintf("%s (raft index %d, revision %d)", m.Name, st.RaftIndex, st.Revision))
+	}
+	s.quorumReport = fmt.Sprintf("members gone: %s; reachable: %s", orNone(gone), orNone(reachable))
+	if prev := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionAvailable); prev == nil || prev.Reason != etcdv1.ReasonQuorumLost {
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, "QuorumLost", "Observe", "etcd has no quorum: %s", s.quorumReport)
+	}
+}

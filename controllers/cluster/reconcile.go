@@ -127,9 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //  9. holdForUndecodable: nothing changes while a member cannot be read;
 //  10. arbitrate: the operations, in the order operations.go gives and
 //     explains: quorum recovery [recovery.go], removal [membership.go],
-//     healing [membership.go, healing.go], version [version.go], scaling
-//     [membership.go], rollout [rollout.go], maintenance [maintenance.go];
-//  11. healthCheckLater: come back for a health check [membership.go].
+//     healing [healing.go], version [version.go], scaling [membership.go],
+//     rollout [rollout.go], maintenance [maintenance.go];
+//  11. healthCheckLater: come back for a health check.
 //
 // A suspended cluster runs 1-3 only: its Pods are stopped. While it is
 // being suspended, a change under way ends (removals, learners added and
@@ -260,4 +260,17 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// healthCheckLater brings the cluster back for a health check: soon while a
+// member does not answer (a member that just started or was promoted may miss
+// one status question, and no Kubernetes event follows its recovery), after
+// the health interval once all are healthy.
+func (r *Reconciler) healthCheckLater(_ context.Context, s *scope) (ctrl.Result, error) {
+	for _, em := range s.etcdList {
+		if !s.healthy(em.ID) {
+			return ctrl.Result{RequeueAfter: r.Options.UnhealthyInterval}, nil
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 }

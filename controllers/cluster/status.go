@@ -307,3 +307,28 @@ func podTrouble(s *scope, reason string) string {
 	}
 	return ""
 }
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// setAlarms copies etcd's alarms into the status.
+func setAlarms(s *scope) {
+	if !s.alarmsKnown {
+		return
+	}
+	c := s.cluster
+	c.Status.Alarms = nil
+	for _, a := range s.alarms {
+		ca := etcdv1.ClusterAlarm{Type: a.Type, MemberID: etcd.FormatID(a.MemberID)}
+		for _, m := range s.members {
+			if m.Status.MemberID == ca.MemberID {
+				ca.Member = m.Name
+			}
+		}
+		c.Status.Alarms = append(c.Status.Alarms, ca)
+	}
+}
