@@ -80,6 +80,12 @@ func (b *EtcdBackup) Snapshot() (*EtcdBackupStatus, bool) {
 	return &b.Status, true
 }
 
+// Finished says whether the backup controller is done with a backup:
+// Complete or Failed is True for the backup's generation.
+func (b *EtcdBackup) Finished() bool {
+	return isTrue(b.Status.Conditions, ConditionComplete, b.Generation) || isTrue(b.Status.Conditions, ConditionFailed, b.Generation)
+}
+
 func isTrue(conds []metav1.Condition, t string, generation int64) bool {
 	c := meta.FindStatusCondition(conds, t)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation

@@ -121,7 +121,7 @@ func (r *BackupReconciler) pendingBackups(ctx context.Context, o client.Object) 
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if b := &list.Items[i]; !finished(b) {
+		if b := &list.Items[i]; !b.Finished() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/agent"
+	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
@@ -50,7 +52,7 @@ func (r *BackupReconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBac
 	switch {
 	case apierrors.IsNotFound(err):
 		pod = resources.AgentPod(resources.AgentTask{
-			Name: deletePodName(b), Namespace: b.Namespace, Labels: agentLabels(b), Image: r.Options.AgentImage,
+			Name: deletePodName(b), Namespace: b.Namespace, Labels: resources.AgentLabels(b), Image: r.Options.AgentImage,
 			Args: []string{"delete", "--key=" + key}, Destination: b.Spec.Destination, Deadline: 600,
 		})
 		if err := controllerutil.SetControllerReference(b, pod, r.Scheme()); err != nil {
@@ -68,14 +70,14 @@ func (r *BackupReconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBac
 	case err != nil:
 		return false, fmt.Errorf("get pod %s: %w", deletePodName(b), err)
 	}
-	res, ended := podResult(pod)
+	res, ended := agent.PodResult(pod)
 	if !ended {
 		return false, nil
 	}
 	if res.Error != "" {
 		r.Recorder.Eventf(b, pod, corev1.EventTypeWarning, "SnapshotDeleteFailed", "Delete", "Deleting %s failed, retrying in a minute: %s", b.Status.URI, res.Error)
 		// Try again with a new Pod.
-		return false, deletePod(ctx, r.Client, b.Namespace, pod.Name)
+		return false, kube.DeletePod(ctx, r.Client, b.Namespace, pod.Name)
 	}
 	r.Recorder.Eventf(b, pod, corev1.EventTypeNormal, "SnapshotDeleted", "Delete", "Deleted %s", b.Status.URI)
 	return true, nil

@@ -52,9 +52,9 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	s := &runScope{backup: b, base: b.DeepCopy(), now: now(r.Now)}
-	if finished(b) {
+	if b.Finished() {
 		// A finished backup keeps its result; its Pod is not needed.
-		return ctrl.Result{}, deletePod(ctx, r.Client, b.Namespace, snapshotPodName(b))
+		return ctrl.Result{}, kube.DeletePod(ctx, r.Client, b.Namespace, snapshotPodName(b))
 	}
 	res, err := kube.Run(ctx, s, r.observe, r.startSnapshot, r.collect)
 	setBackupConditions(s)
@@ -63,11 +63,6 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.written.Record(b, rv)
 	}
 	return res, errors.Join(err, applyErr)
-}
-
-func finished(b *etcdv1.EtcdBackup) bool {
-	return kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation) ||
-		kube.IsTrue(b.Status.Conditions, etcdv1.ConditionFailed, b.Generation)
 }
 
 func snapshotPodName(b *etcdv1.EtcdBackup) string { return b.Name + "-snapshot" }
@@ -126,7 +121,7 @@ func (r *BackupReconciler) startSnapshot(ctx context.Context, s *runScope) (ctrl
 	}
 	args := []string{"snapshot", "--endpoint=" + m.Spec.ClientURL, "--key=" + resources.BackupKey(b)}
 	task := resources.AgentTask{
-		Name: snapshotPodName(b), Namespace: b.Namespace, Labels: agentLabels(b),
+		Name: snapshotPodName(b), Namespace: b.Namespace, Labels: resources.AgentLabels(b),
 		Image: r.Options.AgentImage, Destination: b.Spec.Destination, Deadline: int64(r.Options.BackupDeadline.Seconds()),
 	}
 	if !c.Spec.TLS.Disabled {
@@ -177,22 +172,9 @@ func pickMember(c *etcdv1.EtcdCluster) (string, bool) {
 	return ms[0].Name, true
 }
 
-// agentLabels are the labels of an agent Pod working for owner: the shard
-// of its owner keeps it in that shard's cache.
-func agentLabels(owner client.Object) map[string]string {
-	l := map[string]string{etcdv1.NameLabel: "raftsman-agent", etcdv1.ManagedByLabel: "raftsman"}
-	if shard, ok := owner.GetLabels()[etcdv1.ShardLabel]; ok {
-		l[etcdv1.ShardLabel] = shard
-	}
-	if _, ok := owner.(*etcdv1.EtcdBackup); ok {
-		l[etcdv1.BackupLabel] = owner.GetName()
-	}
-	return l
-}
-
 // collect reads the agent's result once its Pod ended.
 func (r *BackupReconciler) collect(_ context.Context, s *runScope) (ctrl.Result, error) {
-	res, done := podResult(s.pod)
+	res, done := agent.PodResult(s.pod)
 	if !done {
 		return ctrl.Result{}, nil
 	}
@@ -210,38 +192,4 @@ func (r *BackupReconciler) collect(_ context.Context, s *runScope) (ctrl.Result,
 		b.Status.Key, b.Status.URI = res.Key, res.URI
 	}
 	return ctrl.Result{}, nil
-}
-
-// podResult is the result of an agent Pod that ended.
-func podResult(p *corev1.Pod) (agent.Result, bool) {
-	if p == nil || (p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed) {
-		return agent.Result{}, false
-	}
-	var msg string
-	for _, cs := range p.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
-			msg = t.Message
-		}
-	}
-	res, err := agent.ParseResult(msg)
-	if err != nil {
-		res = agent.Result{Error: fmt.Sprintf("the agent Pod ended (%s: %s) without a result", p.Status.Phase, p.Status.Message), Reason: agent.ReasonFailed}
-	}
-	if p.Status.Phase == corev1.PodFailed && res.Error == "" {
-		res.Error, res.Reason = fmt.Sprintf("the agent Pod failed: %s %s", p.Status.Reason, p.Status.Message), agent.ReasonFailed
-	}
-	return res, true
-}
-
-// deletePod deletes an agent Pod if the cache shows it, so that a quiet
-// object costs no API write.
-func deletePod(ctx context.Context, c client.Client, namespace, name string) error {
-	p := &corev1.Pod{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete pod %s: %w", name, err)
-	}
-	return nil
 }

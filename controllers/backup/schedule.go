@@ -38,7 +38,7 @@ func (r *Reconciler) reconcileSchedule(ctx context.Context, s *scope) (ctrl.Resu
 		if kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation) {
 			f.lastSuccess = b
 		}
-		if b.Labels[etcdv1.BackupKindLabel] == "scheduled" && finished(b) {
+		if b.Labels[etcdv1.BackupKindLabel] == "scheduled" && b.Finished() {
 			f.newest = b
 		}
 	}
