@@ -15,11 +15,11 @@ import (
 //	| accessor                    | field                          | reader          | behind (owner)                                  |
 //	|-----------------------------|--------------------------------|-----------------|-------------------------------------------------|
 //	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup | TLSReady (tls)                                  |
-//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (backup)                           |
+//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (data)                             |
 //	| EtcdCluster.ObservedMembers | status.members                 | backup          | status.observedGeneration (cluster)             |
-//	| EtcdCluster.ObservedID      | status.clusterID               | backup          | status.observedGeneration (cluster)             |
-//	| EtcdMember.RegisteredRole   | status.role                    | backup          | Registered (cluster)                            |
-//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster         | Complete (backup)                               |
+//	| EtcdCluster.ObservedID      | status.clusterID               | data            | status.observedGeneration (cluster)             |
+//	| EtcdMember.RegisteredRole   | status.role                    | data            | Registered (cluster)                            |
+//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster, data   | Complete (backup)                               |
 //
 // Spec fields one controller writes for another to read: the cluster
 // controller writes each EtcdMember's spec (the member controller runs it,

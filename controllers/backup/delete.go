@@ -22,7 +22,7 @@ import (
 // it. A backup that never stored anything is released at once. In a
 // namespace that is going away no Pod can start: the snapshot is left in
 // place (it may be what a restore needs) and the EtcdBackup released.
-func (r *BackupReconciler) reconcileDelete(ctx context.Context, b *etcdv1.EtcdBackup) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, b *etcdv1.EtcdBackup) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(b, etcdv1.BackupFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -46,7 +46,7 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, b *etcdv1.EtcdBa
 }
 
 // deleteSnapshot runs the agent's delete and says whether it is done.
-func (r *BackupReconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBackup, key string) (bool, error) {
+func (r *Reconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBackup, key string) (bool, error) {
 	pod := &corev1.Pod{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: deletePodName(b)}, pod)
 	switch {

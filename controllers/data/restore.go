@@ -1,4 +1,4 @@
-package backup
+package data
 
 import (
 	"context"
@@ -104,11 +104,12 @@ func (r *Reconciler) restoreSource(ctx context.Context, s *scope) (*etcdv1.Resto
 	case err != nil:
 		return nil, fmt.Errorf("get backup %s: %w", spec.BackupName, err)
 	}
-	if !kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation) || b.Status.SHA256 == "" {
+	snap, ok := b.Snapshot()
+	if !ok || snap.SHA256 == "" {
 		f.failReason, f.failMsg = etcdv1.ReasonBackupNotComplete, fmt.Sprintf("EtcdBackup %s is not Complete", b.Name)
 		return nil, nil
 	}
-	return &etcdv1.RestoreStatus{Destination: b.Spec.Destination, Key: b.Status.Key, SHA256: b.Status.SHA256}, nil
+	return &etcdv1.RestoreStatus{Destination: b.Spec.Destination, Key: snap.Key, SHA256: snap.SHA256}, nil
 }
 
 func (r *Reconciler) startCheck(ctx context.Context, s *scope, src *etcdv1.RestoreStatus) error {
@@ -119,7 +120,7 @@ func (r *Reconciler) startCheck(ctx context.Context, s *scope, src *etcdv1.Resto
 	}
 	pod := resources.AgentPod(resources.AgentTask{
 		Name: restoreCheckPodName(c), Namespace: c.Namespace, Labels: resources.AgentLabels(c), Image: r.Options.AgentImage,
-		Args: args, Destination: src.Destination, Deadline: int64(r.Options.BackupDeadline.Seconds()),
+		Args: args, Destination: src.Destination, Deadline: int64(r.Options.CheckDeadline.Seconds()),
 	})
 	if err := controllerutil.SetControllerReference(c, pod, r.Scheme()); err != nil {
 		return fmt.Errorf("own pod: %w", err)

@@ -2,7 +2,6 @@ package backup
 
 import (
 	"testing"
-	"time"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 )
@@ -81,29 +80,8 @@ func TestPickMember(t *testing.T) {
 	}
 }
 
-func TestScheduleInterval(t *testing.T) {
-	t.Parallel()
-	from := time.Date(2025, 3, 1, 10, 0, 30, 0, time.UTC)
-	tests := []struct {
-		expr   string
-		want   time.Duration
-		wantOK bool
-	}{
-		{expr: "* * * * *", want: time.Minute, wantOK: true},
-		{expr: "0 * * * *", want: time.Hour, wantOK: true},
-		{expr: "@daily", want: 24 * time.Hour, wantOK: true},
-		{expr: "@every 6h", want: 6 * time.Hour, wantOK: true},
-		{expr: "not a schedule"},
-		{expr: "61 * * * *"},
-		{expr: ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.expr, func(t *testing.T) {
-			t.Parallel()
-			got, ok := scheduleInterval(tt.expr, from)
-			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("scheduleInterval(%q) = %v, %v; want %v, %v", tt.expr, got, ok, tt.want, tt.wantOK)
-			}
-		})
-	}
+func testCluster() *etcdv1.EtcdCluster {
+	c := &etcdv1.EtcdCluster{}
+	c.Name, c.Namespace, c.Generation = "demo", "ns", 7
+	return c
 }
