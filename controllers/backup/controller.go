@@ -57,7 +57,7 @@ type Reconciler struct {
 // blockOwnerDeletion).
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
