@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/raftsman/raftsman/controllers/backup"
 	"github.com/raftsman/raftsman/controllers/cluster"
+	"github.com/raftsman/raftsman/controllers/data"
 	"github.com/raftsman/raftsman/controllers/member"
 	"github.com/raftsman/raftsman/controllers/tls"
 	"github.com/raftsman/raftsman/controllers/undecodable"
@@ -20,6 +22,9 @@ type Options struct {
 	Cluster cluster.Options
 	TLS     tls.Options
 	Backup  backup.Options
+	// Data: its agent image and the deadline of its Pods are the backup
+	// controller's (Setup copies them).
+	Data data.Options
 	// Etcd makes the etcd clients; a fake in tests.
 	Etcd etcd.Factory
 }
@@ -106,6 +111,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the tls controller: %w", err)
 	}
+	if err := setupBackupAndData(mgr, c, opts); err != nil {
+		return err
+	}
+	if err := undecodable.SetupWithManager(mgr, mgr.GetEventRecorder("raftsman-"+undecodable.ControllerName)); err != nil {
+		return fmt.Errorf("set up the undecodable controller: %w", err)
+	}
+	return nil
+}
+
+// setupBackupAndData adds the backup controller and the data controller,
+// which shares the backup controller's agent image and Pod deadline.
+func setupBackupAndData(mgr ctrl.Manager, c client.Client, opts Options) error {
 	if err := (&backup.Reconciler{
 		Client:   c,
 		Recorder: mgr.GetEventRecorder("raftsman-" + backup.ControllerName),
@@ -113,8 +130,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the backup controller: %w", err)
 	}
-	if err := undecodable.SetupWithManager(mgr, mgr.GetEventRecorder("raftsman-"+undecodable.ControllerName)); err != nil {
-		return fmt.Errorf("set up the undecodable controller: %w", err)
+	opts.Data.AgentImage = opts.Backup.AgentImage
+	opts.Data.CheckDeadline = opts.Backup.BackupDeadline
+	if err := (&data.Reconciler{
+		Client:   c,
+		Recorder: mgr.GetEventRecorder("raftsman-" + data.ControllerName),
+		Options:  opts.Data,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the data controller: %w", err)
 	}
 	return nil
 }

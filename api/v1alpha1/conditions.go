@@ -13,16 +13,22 @@ package v1alpha1
 //	| EtcdCluster | Degraded     | controllers/cluster |
 //	| EtcdCluster | TLSReady     | controllers/tls     |
 //	| EtcdCluster | AuthReady    | controllers/tls     |
-//	| EtcdCluster | Suspended    | controllers/backup  |
-//	| EtcdCluster | StorageReady | controllers/backup  |
-//	| EtcdCluster | BackupReady  | controllers/backup  |
-//	| EtcdCluster | RestoreReady | controllers/backup  |
+//	| EtcdCluster | Suspended    | controllers/data    |
+//	| EtcdCluster | StorageReady | controllers/data    |
+//	| EtcdCluster | BackupReady  | controllers/data    |
+//	| EtcdCluster | RestoreReady | controllers/data    |
 //	| EtcdMember  | Registered   | controllers/cluster |
 //	| EtcdMember  | Ready        | controllers/member  |
 //	| EtcdMember  | VolumeRetained | controllers/member |
 //	| EtcdMember  | Serving      | controllers/member  |
 //	| EtcdBackup  | Complete     | controllers/backup  |
 //	| EtcdBackup  | Failed       | controllers/backup  |
+//
+// The owner names in Owners and StatusFields are those of the controllers'
+// field managers (FieldManager), which every object they wrote records.
+// controllers/data, split out of the backup controller, owns its conditions
+// and fields under the backup controller's name, "backup", on EtcdClusters:
+// the backup controller writes only EtcdBackups.
 //
 // Data read behind another controller's condition: the cluster controller
 // reads status.tls behind TLSReady, status.restore behind RestoreReady, and
@@ -173,7 +179,9 @@ func FieldManager(controller string) string {
 	return "raftsman-" + controller
 }
 
-// Reasons of the conditions the backup controller owns.
+// Reasons of the conditions the data controller owns (Suspended,
+// StorageReady, BackupReady, RestoreReady) and of those the backup
+// controller owns (Complete, Failed). ChecksumMismatch is of both.
 const (
 	// ReasonNotSuspended: spec.suspend is false (Suspended False).
 	ReasonNotSuspended = "NotSuspended"

@@ -19,11 +19,11 @@ import (
 //	| accessor                    | field                          | reader          | behind (owner)                                  |
 //	|-----------------------------|--------------------------------|-----------------|-------------------------------------------------|
 //	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup | TLSReady (tls), TLSCurrent                      |
-//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (backup)                           |
+//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (data)                             |
 //	| EtcdCluster.ObservedMembers | status.members                 | backup          | status.observedGeneration (cluster)             |
-//	| EtcdCluster.ObservedID      | status.clusterID               | backup          | status.observedGeneration (cluster)             |
-//	| EtcdMember.RegisteredRole   | status.role                    | backup          | Registered (cluster)                            |
-//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster         | Complete (backup)                               |
+//	| EtcdCluster.ObservedID      | status.clusterID               | data            | status.observedGeneration (cluster)             |
+//	| EtcdMember.RegisteredRole   | status.role                    | data            | Registered (cluster)                            |
+//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster, data   | Complete (backup)                               |
 //
 // Spec fields one controller writes for another to read: the cluster
 // controller writes each EtcdMember's spec (the member controller runs it,
@@ -116,6 +116,12 @@ func (b *EtcdBackup) Snapshot() (*EtcdBackupStatus, bool) {
 		return nil, false
 	}
 	return &b.Status, true
+}
+
+// Finished says whether the backup controller is done with a backup:
+// Complete or Failed is True for the backup's generation.
+func (b *EtcdBackup) Finished() bool {
+	return isTrue(b.Status.Conditions, ConditionComplete, b.Generation) || isTrue(b.Status.Conditions, ConditionFailed, b.Generation)
 }
 
 func isTrue(conds []metav1.Condition, t string, generation int64) bool {

@@ -520,7 +520,7 @@ type EtcdClusterStatus struct {
 	Backup *ClusterBackupStatus `json:"backup,omitempty"`
 
 	// Restore is the snapshot a restored cluster starts from, once the
-	// backup controller found and checked it.
+	// data controller found and checked it.
 	// +optional
 	Restore *RestoreStatus `json:"restore,omitempty"`
 

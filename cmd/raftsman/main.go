@@ -12,6 +12,7 @@ import (
 	"github.com/raftsman/raftsman/controllers"
 	"github.com/raftsman/raftsman/controllers/backup"
 	"github.com/raftsman/raftsman/controllers/cluster"
+	"github.com/raftsman/raftsman/controllers/data"
 	"github.com/raftsman/raftsman/controllers/tls"
 	"github.com/raftsman/raftsman/pkg/agent"
 	"github.com/raftsman/raftsman/pkg/kube"
@@ -33,7 +34,7 @@ func main() {
 		metricsAddr, probeAddr string
 		leaderElect            bool
 		metricsSecure          bool
-		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions(), Backup: backup.DefaultOptions()}
+		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions(), Backup: backup.DefaultOptions(), Data: data.DefaultOptions()}
 		shards                 = controllers.DefaultShardOptions()
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 turns it off.")
@@ -66,7 +67,7 @@ func main() {
 	flag.IntVar(&opts.Cluster.LongCalls, "long-calls", opts.Cluster.LongCalls, "How many etcd calls that may take minutes (defragmentations) run at once per shard, beside the reconcile workers.")
 	flag.StringVar(&opts.Backup.AgentImage, "agent-image", "", "Image of backup and restore Pods: the operator's own image. Empty: the image this operator Pod runs (read from its Pod, named by POD_NAME and POD_NAMESPACE).")
 	flag.DurationVar(&opts.Backup.BackupDeadline, "backup-deadline", opts.Backup.BackupDeadline, "Longest run of one backup Pod.")
-	flag.DurationVar(&opts.Backup.StartingDeadline, "backup-starting-deadline", opts.Backup.StartingDeadline, "A scheduled backup that could not start within this long of its time is skipped.")
+	flag.DurationVar(&opts.Data.StartingDeadline, "backup-starting-deadline", opts.Data.StartingDeadline, "A scheduled backup that could not start within this long of its time is skipped.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

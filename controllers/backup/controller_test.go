@@ -1,7 +1,6 @@
 package backup_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,10 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -35,83 +32,17 @@ const (
 func TestEnvBackupController(t *testing.T) {
 	c := startSuite(t)
 	for name, test := range map[string]func(*testing.T, client.Client){
-		"SuspendWaitsForMembershipChange": testSuspendWaitsForMembershipChange,
-		"SuspendTakesFinalBackup":         testSuspendTakesFinalBackup,
-		"BackupRunsAgentPod":              testBackupRunsAgentPod,
-		"NamedMemberWithoutQuorum":        testNamedMemberWithoutQuorum,
-		"FailedAgentPodFailsBackup":       testFailedAgentPod,
-		"MissingClusterFailsBackup":       testMissingCluster,
-		"DeleteRemovesSnapshot":           testDeleteRemovesSnapshot,
-		"RestoreChecksSnapshot":           testRestoreChecksSnapshot,
-		"RestoreFromMissingBackup":        testRestoreFromMissingBackup,
-		"StorageReady":                    testStorageReady,
+		"BackupRunsAgentPod":        testBackupRunsAgentPod,
+		"NamedMemberWithoutQuorum":  testNamedMemberWithoutQuorum,
+		"FailedAgentPodFailsBackup": testFailedAgentPod,
+		"MissingClusterFailsBackup": testMissingCluster,
+		"DeleteRemovesSnapshot":     testDeleteRemovesSnapshot,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			test(t, c)
 		})
 	}
-}
-
-// testSuspendWaitsForMembershipChange: a suspend waits for the running
-// membership change to end; spec.suspend false runs the cluster again.
-func testSuspendWaitsForMembershipChange(t *testing.T, c client.Client) {
-	cl := newCluster(t, c, newNamespace(t, c), clusterName, func(s *etcdv1.EtcdClusterSpec) { s.Suspend = true })
-	updateClusterStatus(t, c, cl, func(got *etcdv1.EtcdCluster) {
-		got.Status.ClusterID = "8e9e05c52164694d"
-		setCondition(&got.Status.Conditions, got.Generation, etcdv1.ConditionProgressing, true, etcdv1.ReasonScalingUp)
-	})
-	waitClusterCondition(t, c, cl, etcdv1.ConditionSuspended, metav1.ConditionFalse, etcdv1.ReasonWaitingForMembershipChange, etcdv1.ReasonScalingUp)
-	consistently(t, "not Suspended during a membership change", func() error {
-		return notTrue(getCluster(t, c, cl).Status.Conditions, etcdv1.ConditionSuspended)
-	})
-
-	updateClusterStatus(t, c, cl, func(got *etcdv1.EtcdCluster) {
-		setCondition(&got.Status.Conditions, got.Generation, etcdv1.ConditionProgressing, false, etcdv1.ReasonSuspending)
-	})
-	waitClusterCondition(t, c, cl, etcdv1.ConditionSuspended, metav1.ConditionTrue, etcdv1.ReasonSuspended, "")
-
-	got := getCluster(t, c, cl)
-	patch := client.MergeFrom(got.DeepCopy())
-	got.Spec.Suspend = false
-	if err := c.Patch(t.Context(), got, patch); err != nil {
-		t.Fatalf("resume: %v", err)
-	}
-	waitClusterCondition(t, c, cl, etcdv1.ConditionSuspended, metav1.ConditionFalse, etcdv1.ReasonNotSuspended, "")
-}
-
-// testSuspendTakesFinalBackup: with spec.backup, a suspend takes one final
-// backup of the cluster and waits for it to be complete.
-func testSuspendTakesFinalBackup(t *testing.T, c client.Client) {
-	ns := newNamespace(t, c)
-	cl := newCluster(t, c, ns, clusterName, func(s *etcdv1.EtcdClusterSpec) {
-		s.Suspend = true
-		s.Backup = &etcdv1.ClusterBackupSpec{Schedule: "0 0 1 1 *", Destination: s3Destination()}
-	})
-	updateClusterStatus(t, c, cl, func(got *etcdv1.EtcdCluster) {
-		got.Status.ClusterID = "8e9e05c52164694d"
-		setCondition(&got.Status.Conditions, got.Generation, etcdv1.ConditionProgressing, false, etcdv1.ReasonSuspending)
-	})
-
-	name := fmt.Sprintf("%s-suspend-%d", cl.Name, cl.Generation)
-	final := &etcdv1.EtcdBackup{}
-	eventually(t, "final backup "+name, func() error { return c.Get(t.Context(), key(ns, name), final) })
-	if final.Labels[etcdv1.BackupKindLabel] != "suspend" || final.Labels[etcdv1.ClusterLabel] != cl.Name {
-		t.Errorf("final backup labels = %v, want %s=suspend and %s=%s", final.Labels, etcdv1.BackupKindLabel, etcdv1.ClusterLabel, cl.Name)
-	}
-	if final.Spec.ClusterName != cl.Name || final.Spec.Destination.S3 == nil || final.Spec.Destination.S3.Bucket != s3Destination().S3.Bucket {
-		t.Errorf("final backup spec = %+v, want cluster %s to the scheduled destination", final.Spec, cl.Name)
-	}
-	if len(final.OwnerReferences) != 0 {
-		t.Errorf("final backup owners = %v, want none: snapshots outlive their cluster", final.OwnerReferences)
-	}
-	waitClusterCondition(t, c, cl, etcdv1.ConditionSuspended, metav1.ConditionFalse, etcdv1.ReasonTakingFinalBackup, name)
-	consistently(t, "not Suspended before the final backup is complete", func() error {
-		return notTrue(getCluster(t, c, cl).Status.Conditions, etcdv1.ConditionSuspended)
-	})
-
-	markComplete(t, c, final, "")
-	waitClusterCondition(t, c, cl, etcdv1.ConditionSuspended, metav1.ConditionTrue, etcdv1.ReasonSuspended, "")
 }
 
 // testBackupRunsAgentPod: an EtcdBackup runs an agent Pod against a healthy
@@ -305,178 +236,6 @@ func testDeleteRemovesSnapshot(t *testing.T, c client.Client) {
 	waitGone(t, c, b)
 }
 
-// testRestoreChecksSnapshot: a restored cluster's snapshot is read whole by
-// an agent Pod; only a matching checksum turns RestoreReady True.
-func testRestoreChecksSnapshot(t *testing.T, c client.Client) {
-	for _, tc := range []struct {
-		name       string
-		phase      corev1.PodPhase
-		result     agent.Result
-		wantStatus metav1.ConditionStatus
-		wantReason string
-		wantMsg    string
-	}{
-		{
-			name:       "ChecksumMismatch",
-			phase:      corev1.PodFailed,
-			result:     agent.Result{Error: "the snapshot has sha256 0000, want " + sha, Reason: agent.ReasonChecksumMismatch},
-			wantStatus: metav1.ConditionFalse,
-			wantReason: etcdv1.ReasonChecksumMismatch,
-			wantMsg:    "the snapshot has sha256 0000, want " + sha,
-		},
-		{
-			name:       "Verified",
-			phase:      corev1.PodSucceeded,
-			result:     agent.Result{SHA256: sha, Size: 20480, URI: "s3://etcd-backups/raftsman/snapshot.db"},
-			wantStatus: metav1.ConditionTrue,
-			wantReason: etcdv1.ReasonSnapshotVerified,
-			wantMsg:    sha,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ns := newNamespace(t, c)
-			// The snapshot of an earlier cluster of the same name, which the
-			// new one is made from. The shard labeler would have labelled the
-			// backup with its cluster, as done here.
-			src := newBackup(t, c, ns, "src", clusterName)
-			src = markComplete(t, c, src, sha)
-			cl := newCluster(t, c, ns, clusterName, func(s *etcdv1.EtcdClusterSpec) {
-				s.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{BackupName: src.Name}}
-			})
-
-			pod := waitPod(t, c, ns, cl.Name+"-restore-check")
-			got := waitClusterCondition(t, c, cl, etcdv1.ConditionRestoreReady, metav1.ConditionFalse, etcdv1.ReasonVerifyingSnapshot, src.Status.Key)
-			if !metav1.IsControlledBy(pod, got) {
-				t.Errorf("Pod owners = %v, want controlled by EtcdCluster %s", pod.OwnerReferences, cl.Name)
-			}
-			ctr := agentContainer(t, pod)
-			checkArgs(t, ctr.Args, append([]string{"agent", "verify", "--key=" + src.Status.Key, "--sha256=" + sha}, wantS3Args...))
-			checkCredentialsEnv(t, ctr)
-
-			endPod(t, c, pod, tc.phase, resultJSON(t, tc.result))
-			got = waitClusterCondition(t, c, cl, etcdv1.ConditionRestoreReady, tc.wantStatus, tc.wantReason, tc.wantMsg)
-			if tc.wantStatus != metav1.ConditionTrue {
-				if got.Status.Restore != nil {
-					t.Errorf("status.restore = %+v, want none for a snapshot that failed its check", got.Status.Restore)
-				}
-				return
-			}
-			r := got.Status.Restore
-			switch {
-			case r == nil:
-				t.Fatalf("status.restore is not set")
-			case r.Key != src.Status.Key || r.SHA256 != sha || r.URI != tc.result.URI || r.Size != tc.result.Size:
-				t.Errorf("status.restore = %+v, want key %s, sha256 %s, uri %s, size %d", r, src.Status.Key, sha, tc.result.URI, tc.result.Size)
-			case r.Destination.S3 == nil || *r.Destination.S3 != *src.Spec.Destination.S3:
-				t.Errorf("status.restore.destination = %+v, want the backup's %+v", r.Destination, src.Spec.Destination)
-			}
-			waitGone(t, c, pod)
-		})
-	}
-}
-
-// testRestoreFromMissingBackup: a cluster restored from no EtcdBackup waits,
-// and reads nothing.
-func testRestoreFromMissingBackup(t *testing.T, c client.Client) {
-	ns := newNamespace(t, c)
-	cl := newCluster(t, c, ns, clusterName, func(s *etcdv1.EtcdClusterSpec) {
-		s.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{BackupName: "missing"}}
-	})
-	got := waitClusterCondition(t, c, cl, etcdv1.ConditionRestoreReady, metav1.ConditionFalse, etcdv1.ReasonBackupNotFound, "missing")
-	if got.Status.Restore != nil {
-		t.Errorf("status.restore = %+v, want none", got.Status.Restore)
-	}
-	consistently(t, "no check Pod without a backup", func() error {
-		if err := c.Get(t.Context(), key(ns, cl.Name+"-restore-check"), &corev1.Pod{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("get check Pod: want NotFound, got %v", err)
-		}
-		return nil
-	})
-}
-
-// testStorageReady: StorageReady compares the member volumes with
-// spec.storage.size, and says when their class cannot grow them.
-func testStorageReady(t *testing.T, c client.Client) {
-	for _, tc := range []struct {
-		name       string
-		expandable bool
-		capacity   string
-		wantStatus metav1.ConditionStatus
-		wantReason string
-		// wantMsg is in the message; it names the volume count, so that
-		// a condition written before the PVC was seen does not count.
-		wantMsg func(class string) string
-	}{
-		{
-			name: "ExpansionNotSupported", expandable: false, capacity: "1Gi",
-			wantStatus: metav1.ConditionFalse, wantReason: etcdv1.ReasonExpansionNotSupported,
-			wantMsg: func(class string) string { return "StorageClass " + class + " does not allow volume expansion" },
-		},
-		{
-			name: "Expanding", expandable: true, capacity: "1Gi",
-			wantStatus: metav1.ConditionFalse, wantReason: etcdv1.ReasonExpanding,
-			wantMsg: func(string) string { return "0 of 1 volumes have 2Gi" },
-		},
-		{
-			name: "VolumesMatch", expandable: true, capacity: "2Gi",
-			wantStatus: metav1.ConditionTrue, wantReason: etcdv1.ReasonVolumesMatch,
-			wantMsg: func(string) string { return "All 1 volumes" },
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ns := newNamespace(t, c)
-			// StorageClasses are cluster-scoped: the namespace's name makes
-			// this one unique to the test.
-			class := &storagev1.StorageClass{
-				ObjectMeta:           metav1.ObjectMeta{Name: ns + "-standard"},
-				Provisioner:          "example.com/no-provisioner",
-				AllowVolumeExpansion: ptr.To(tc.expandable),
-			}
-			if err := c.Create(t.Context(), class); err != nil {
-				t.Fatalf("create StorageClass: %v", err)
-			}
-			t.Cleanup(func() {
-				// t.Context() is done by the time cleanups run.
-				if err := c.Delete(context.Background(), class); client.IgnoreNotFound(err) != nil {
-					t.Errorf("delete StorageClass: %v", err)
-				}
-			})
-			size := resource.MustParse("2Gi")
-			cl := newCluster(t, c, ns, clusterName, func(s *etcdv1.EtcdClusterSpec) {
-				s.Storage = etcdv1.StorageSpec{Size: &size, StorageClassName: ptr.To(class.Name)}
-			})
-
-			capacity := resource.MustParse(tc.capacity)
-			labels := resources.ClusterLabels(cl.Name)
-			labels[etcdv1.MemberLabel] = cl.Name + "-a"
-			pvc := &corev1.PersistentVolumeClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: resources.PVCName(cl.Name + "-a"), Namespace: ns, Labels: labels},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: ptr.To(class.Name),
-					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: capacity}},
-				},
-			}
-			if err := c.Create(t.Context(), pvc); err != nil {
-				t.Fatalf("create PVC: %v", err)
-			}
-			// No provisioner runs: the test binds the claim as one would.
-			pvc.Status = corev1.PersistentVolumeClaimStatus{
-				Phase:       corev1.ClaimBound,
-				AccessModes: pvc.Spec.AccessModes,
-				Capacity:    corev1.ResourceList{corev1.ResourceStorage: capacity},
-			}
-			if err := c.Status().Update(t.Context(), pvc); err != nil {
-				t.Fatalf("bind PVC: %v", err)
-			}
-
-			waitClusterCondition(t, c, cl, etcdv1.ConditionStorageReady, tc.wantStatus, tc.wantReason, tc.wantMsg(class.Name))
-		})
-	}
-}
-
 func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
 // s3Destination is an S3 bucket; the Secret it names need not exist, since
@@ -558,15 +317,6 @@ func availableCluster(t *testing.T, c client.Client, ns string) (*etcdv1.EtcdClu
 		setCondition(&got.Status.Conditions, got.Generation, etcdv1.ConditionAvailable, true, etcdv1.ReasonQuorumHealthy)
 	})
 	return cl, members[1]
-}
-
-func getCluster(t *testing.T, c client.Client, cl *etcdv1.EtcdCluster) *etcdv1.EtcdCluster {
-	t.Helper()
-	got := &etcdv1.EtcdCluster{}
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(cl), got); err != nil {
-		t.Fatalf("get EtcdCluster: %v", err)
-	}
-	return got
 }
 
 // updateClusterStatus plays the cluster controller: it changes the status
@@ -685,29 +435,6 @@ func conditionIs(conds []metav1.Condition, generation int64, typ string, status 
 		return fmt.Errorf("%s message %q does not contain %q", typ, cond.Message, msg)
 	}
 	return nil
-}
-
-// notTrue fails when the condition is True.
-func notTrue(conds []metav1.Condition, typ string) error {
-	if cond := meta.FindStatusCondition(conds, typ); cond != nil && cond.Status == metav1.ConditionTrue {
-		return fmt.Errorf("%s True %s: %s", typ, cond.Reason, cond.Message)
-	}
-	return nil
-}
-
-// waitClusterCondition waits for a condition of the cluster's current
-// generation whose message contains msg.
-func waitClusterCondition(t *testing.T, c client.Client, cl *etcdv1.EtcdCluster, typ string, status metav1.ConditionStatus, reason, msg string) *etcdv1.EtcdCluster {
-	t.Helper()
-	var got *etcdv1.EtcdCluster
-	eventually(t, fmt.Sprintf("%s %s %s", typ, status, reason), func() error {
-		got = &etcdv1.EtcdCluster{}
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(cl), got); err != nil {
-			return err
-		}
-		return conditionIs(got.Status.Conditions, got.Generation, typ, status, reason, msg)
-	})
-	return got
 }
 
 // waitBackupCondition waits for a condition of the backup's current

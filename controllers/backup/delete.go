@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/agent"
+	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
@@ -20,7 +22,7 @@ import (
 // it. A backup that never stored anything is released at once. In a
 // namespace that is going away no Pod can start: the snapshot is left in
 // place (it may be what a restore needs) and the EtcdBackup released.
-func (r *BackupReconciler) reconcileDelete(ctx context.Context, b *etcdv1.EtcdBackup) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, b *etcdv1.EtcdBackup) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(b, etcdv1.BackupFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -44,13 +46,13 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, b *etcdv1.EtcdBa
 }
 
 // deleteSnapshot runs the agent's delete and says whether it is done.
-func (r *BackupReconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBackup, key string) (bool, error) {
+func (r *Reconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBackup, key string) (bool, error) {
 	pod := &corev1.Pod{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: deletePodName(b)}, pod)
 	switch {
 	case apierrors.IsNotFound(err):
 		pod = resources.AgentPod(resources.AgentTask{
-			Name: deletePodName(b), Namespace: b.Namespace, Labels: agentLabels(b), Image: r.Options.AgentImage,
+			Name: deletePodName(b), Namespace: b.Namespace, Labels: resources.AgentLabels(b), Image: r.Options.AgentImage,
 			Args: []string{"delete", "--key=" + key}, Destination: b.Spec.Destination, Deadline: 600,
 		})
 		if err := controllerutil.SetControllerReference(b, pod, r.Scheme()); err != nil {
@@ -68,14 +70,14 @@ func (r *BackupReconciler) deleteSnapshot(ctx context.Context, b *etcdv1.EtcdBac
 	case err != nil:
 		return false, fmt.Errorf("get pod %s: %w", deletePodName(b), err)
 	}
-	res, ended := podResult(pod)
+	res, ended := agent.PodResult(pod)
 	if !ended {
 		return false, nil
 	}
 	if res.Error != "" {
 		r.Recorder.Eventf(b, pod, corev1.EventTypeWarning, "SnapshotDeleteFailed", "Delete", "Deleting %s failed, retrying in a minute: %s", b.Status.URI, res.Error)
 		// Try again with a new Pod.
-		return false, deletePod(ctx, r.Client, b.Namespace, pod.Name)
+		return false, kube.DeletePod(ctx, r.Client, b.Namespace, pod.Name)
 	}
 	r.Recorder.Eventf(b, pod, corev1.EventTypeNormal, "SnapshotDeleted", "Delete", "Deleted %s", b.Status.URI)
 	return true, nil

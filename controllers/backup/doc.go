@@ -1,19 +1,19 @@
-// Package backup is the backup controller. It owns what a cluster's data
-// goes through outside of membership:
+// Package backup is the backup controller: it runs EtcdBackups, each one
+// snapshot of a cluster, and reports them with the Complete and Failed
+// conditions and the backup's status (key, uri, size, sha256, revision).
 //
-//   - EtcdBackup: one snapshot, taken by an agent Pod (the operator's image
-//     running "raftsman agent snapshot") from a healthy member, a follower
-//     when there is one, and streamed to S3 or a PVC. Complete only once
-//     the stored size and sha256 are the streamed ones.
-//   - spec.backup: scheduled EtcdBackups and their retention (BackupReady).
-//   - spec.suspend: Suspended turns True once no membership change runs and
-//     the final backup is complete; the member controller then stops the
-//     Pods and the cluster controller changes nothing.
-//   - spec.storage.size: StorageReady says whether every member volume has
-//     grown to it, or why it cannot.
-//   - spec.bootstrap.restore: RestoreReady turns True once an agent Pod read
-//     the snapshot whole and its sha256 matched; only then does the cluster
-//     controller create the member that is made from it.
+//   - Taking a snapshot: an agent Pod (the operator's image running
+//     "raftsman agent snapshot") streams it from a healthy member, a
+//     follower when there is one, to S3 or a PVC. Complete only once the
+//     stored size and sha256 are the streamed ones.
+//   - Deleting an EtcdBackup (by a user, or by the data controller's
+//     retention): its finalizer holds it until an agent Pod deleted the
+//     stored snapshot.
+//
+// Who makes EtcdBackups besides users (schedules, the final backup of a
+// suspend) and what a cluster does with them (restore) is the data
+// controller's (controllers/data); the two meet only in EtcdBackup objects
+// and their conditions.
 //
 // Why agent Pods rather than the operator process: a snapshot of any size
 // streams through one upload part of memory in a Pod of the cluster's own

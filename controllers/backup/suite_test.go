@@ -13,10 +13,10 @@ import (
 
 // The suite runs a real kube-apiserver and etcd and a manager with the backup
 // controller alone; the tests play the cluster controller (they write the
-// cluster's Available and Progressing conditions, status.clusterID and
-// status.members by hand) and the kubelet (there is none: the tests end the
-// agent Pods themselves, with the agent's result as termination message).
-// Every test has a namespace of its own and may run in parallel.
+// cluster's Available condition, status.clusterID and status.members by
+// hand) and the kubelet (there is none: the tests end the agent Pods
+// themselves, with the agent's result as termination message). Every test
+// has a namespace of its own and may run in parallel.
 
 const (
 	// timeout bounds every wait for the controller: far more than it needs,
@@ -28,16 +28,14 @@ const (
 
 // options are the backup controller's settings in the suite.
 var options = backup.Options{
-	AgentImage:       "raftsman:test",
-	BackupDeadline:   time.Hour,
-	StartingDeadline: 10 * time.Minute,
-	Workers:          2,
+	AgentImage:     "raftsman:test",
+	BackupDeadline: time.Hour,
+	Workers:        2,
 }
 
 // startSuite starts the API server and a manager with the backup controller
 // and stops both when t ends. Call it once, from TestEnvBackupController (see
-// testenv.Start): SetupWithManager registers the controller's metrics
-// collector in the process-wide registry.
+// testenv.Start).
 func startSuite(t *testing.T) client.Client {
 	t.Helper()
 	cfg, scheme := testenv.Start(t)

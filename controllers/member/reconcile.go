@@ -122,7 +122,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error)
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, c); {
 	case err == nil:
 		// Once True, Suspended stays True while spec.suspend does, even
-		// before the backup controller restamps it for a later generation.
+		// before the data controller restamps it for a later generation.
 		s.suspended = c.Spec.Suspend && meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionSuspended)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", m.Spec.ClusterName, err)
@@ -514,7 +514,7 @@ func (r *Reconciler) stopWhenSuspended(ctx context.Context, s *scope) (ctrl.Resu
 // expandPVC grows the member's PVC to the size of its spec. The cluster
 // controller raises that size when spec.storage.size grows; the volume's
 // driver does the rest online. A refusal (the StorageClass does not allow
-// expansion) is recorded, not retried: the backup controller's StorageReady
+// expansion) is recorded, not retried: the data controller's StorageReady
 // condition tells the user, and a change of the member or PVC brings the
 // next try.
 func (r *Reconciler) expandPVC(ctx context.Context, s *scope) (ctrl.Result, error) {

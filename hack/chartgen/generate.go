@@ -67,30 +67,9 @@ type gen struct {
 
 // generate returns the chart's generated files by path.
 func generate(src *sources) (map[string][]byte, error) {
-	files := map[string][]byte{}
-	var crds, rest []object
-	var ns, dep object
-	for _, o := range src.cluster {
-		switch kind(o) {
-		case "CustomResourceDefinition":
-			crds = append(crds, o)
-		case "Namespace":
-			if ns != nil {
-				return nil, fmt.Errorf("config/default has more than one Namespace")
-			}
-			ns = o
-		case "Deployment":
-			if dep != nil {
-				return nil, fmt.Errorf("config/default has more than one Deployment")
-			}
-			dep = o
-			rest = append(rest, o)
-		default:
-			rest = append(rest, o)
-		}
-	}
-	if dep == nil || ns == nil {
-		return nil, fmt.Errorf("config/default has no Deployment or no Namespace")
+	crds, rest, ns, dep, err := splitDefault(src.cluster)
+	if err != nil {
+		return nil, err
 	}
 	g := &gen{opNS: namespaceOf(dep), base: nameOf(dep), names: map[string]bool{}}
 	if nameOf(ns) != g.opNS {
@@ -101,81 +80,28 @@ func generate(src *sources) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, group := range [][]object{rest, perNS, src.prometheus, src.grafana} {
-		for _, o := range group {
-			if n := nameOf(o); n == g.base || strings.HasPrefix(n, g.base+"-") {
-				g.names[n] = true
-			}
-		}
-	}
-	for n := range g.names {
-		g.byLength = append(g.byLength, n)
-	}
-	sort.Slice(g.byLength, func(i, j int) bool { return len(g.byLength[i]) > len(g.byLength[j]) })
+	g.releaseNames(rest, perNS, src.prometheus, src.grafana)
 
-	add := func(path string, text string) error {
-		if _, dup := files[path]; dup {
-			return fmt.Errorf("two objects would be written to %s", path)
-		}
-		files[path] = []byte(text)
-		return nil
-	}
+	files := map[string][]byte{}
 	for _, o := range crds {
 		b, err := marshal(o)
 		if err != nil {
 			return nil, err
 		}
-		if err := add("crds/"+nameOf(o)+".yaml", "# "+generatedMarker+" from config/crd (make dist). DO NOT EDIT.\n"+b); err != nil {
+		if err := addFile(files, "crds/"+nameOf(o)+".yaml", "# "+generatedMarker+" from config/crd (make dist). DO NOT EDIT.\n"+b); err != nil {
 			return nil, err
 		}
 	}
-
-	type item struct {
-		prefix, from, cond string // cond wraps the object in {{- if cond }}
-		o                  object
-		each               bool // once per watched namespace
-	}
-	items := []item{{from: "config/default", cond: "$.Values.createNamespace", o: ns}}
-	for _, o := range both {
-		items = append(items, item{from: "config/default", o: o})
-	}
-	for _, o := range clusterOnly {
-		items = append(items, item{from: "config/default", cond: "not $.Values.watchNamespaces", o: o})
-	}
-	for _, o := range perNS {
-		items = append(items, item{from: "config/namespaced", o: o, each: true})
-	}
-	for _, o := range src.prometheus {
-		cond := "$.Values.prometheus.podMonitors.enabled"
-		if kind(o) == "PrometheusRule" {
-			cond = "$.Values.prometheus.rules.enabled"
-		}
-		items = append(items, item{prefix: "prometheus-", from: "config/prometheus", cond: cond, o: o})
-	}
-	for _, o := range src.grafana {
-		if kind(o) != "ConfigMap" {
-			return nil, fmt.Errorf("config/grafana: %s %s: the chart takes only ConfigMaps from there (dashboards.enabled); extend hack/chartgen for other kinds", kind(o), nameOf(o))
-		}
-		items = append(items, item{prefix: "grafana-", from: "config/grafana", cond: "$.Values.dashboards.enabled", o: o})
+	items, err := chartItems(src, ns, both, clusterOnly, perNS)
+	if err != nil {
+		return nil, err
 	}
 	for _, it := range items {
-		t := &templ{}
-		text, err := g.template(t, it.o, it.prefix == "grafana-", it.each)
+		body, err := g.itemText(it)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", kind(it.o), nameOf(it.o), err)
+			return nil, err
 		}
-		comment := "{{/* " + generatedMarker + " from " + it.from + " (make dist). DO NOT EDIT. */"
-		text = strings.TrimSuffix(text, "\n")
-		var body string
-		switch {
-		case it.each:
-			body = comment + "}}\n{{- range $ns := $.Values.watchNamespaces }}\n---\n" + text + "\n{{- end }}\n"
-		case it.cond != "":
-			body = comment + "}}\n{{- if " + it.cond + " }}\n" + text + "\n{{- end }}\n"
-		default:
-			body = comment + " -}}\n" + text + "\n"
-		}
-		if err := add(g.fileName(it.prefix, it.o), body); err != nil {
+		if err := addFile(files, g.fileName(it.prefix, it.o), body); err != nil {
 			return nil, err
 		}
 	}
@@ -186,6 +112,113 @@ func generate(src *sources) (map[string][]byte, error) {
 	}
 	files["values.yaml"] = values
 	return files, nil
+}
+
+// splitDefault sorts config/default's objects: its CRDs, its one Namespace,
+// its one Deployment, and the rest (the Deployment among them).
+func splitDefault(cluster []object) (crds, rest []object, ns, dep object, err error) {
+	for _, o := range cluster {
+		switch kind(o) {
+		case "CustomResourceDefinition":
+			crds = append(crds, o)
+		case "Namespace":
+			if ns != nil {
+				return nil, nil, nil, nil, fmt.Errorf("config/default has more than one Namespace")
+			}
+			ns = o
+		case "Deployment":
+			if dep != nil {
+				return nil, nil, nil, nil, fmt.Errorf("config/default has more than one Deployment")
+			}
+			dep = o
+			rest = append(rest, o)
+		default:
+			rest = append(rest, o)
+		}
+	}
+	if dep == nil || ns == nil {
+		return nil, nil, nil, nil, fmt.Errorf("config/default has no Deployment or no Namespace")
+	}
+	return crds, rest, ns, dep, nil
+}
+
+// releaseNames records the names of the objects that become release names:
+// the Deployment's and those that begin with it.
+func (g *gen) releaseNames(groups ...[]object) {
+	for _, group := range groups {
+		for _, o := range group {
+			if n := nameOf(o); n == g.base || strings.HasPrefix(n, g.base+"-") {
+				g.names[n] = true
+			}
+		}
+	}
+	for n := range g.names {
+		g.byLength = append(g.byLength, n)
+	}
+	sort.Slice(g.byLength, func(i, j int) bool { return len(g.byLength[i]) > len(g.byLength[j]) })
+}
+
+// addFile adds a file to the chart, unless another object took its path.
+func addFile(files map[string][]byte, path string, text string) error {
+	if _, dup := files[path]; dup {
+		return fmt.Errorf("two objects would be written to %s", path)
+	}
+	files[path] = []byte(text)
+	return nil
+}
+
+// chartItem is one object of the chart's templates, and how it is wrapped.
+type chartItem struct {
+	prefix, from, cond string // cond wraps the object in {{- if cond }}
+	o                  object
+	each               bool // once per watched namespace
+}
+
+// chartItems are the chart's templated objects, in the order of the files.
+func chartItems(src *sources, ns object, both, clusterOnly, perNS []object) ([]chartItem, error) {
+	items := []chartItem{{from: "config/default", cond: "$.Values.createNamespace", o: ns}}
+	for _, o := range both {
+		items = append(items, chartItem{from: "config/default", o: o})
+	}
+	for _, o := range clusterOnly {
+		items = append(items, chartItem{from: "config/default", cond: "not $.Values.watchNamespaces", o: o})
+	}
+	for _, o := range perNS {
+		items = append(items, chartItem{from: "config/namespaced", o: o, each: true})
+	}
+	for _, o := range src.prometheus {
+		cond := "$.Values.prometheus.podMonitors.enabled"
+		if kind(o) == "PrometheusRule" {
+			cond = "$.Values.prometheus.rules.enabled"
+		}
+		items = append(items, chartItem{prefix: "prometheus-", from: "config/prometheus", cond: cond, o: o})
+	}
+	for _, o := range src.grafana {
+		if kind(o) != "ConfigMap" {
+			return nil, fmt.Errorf("config/grafana: %s %s: the chart takes only ConfigMaps from there (dashboards.enabled); extend hack/chartgen for other kinds", kind(o), nameOf(o))
+		}
+		items = append(items, chartItem{prefix: "grafana-", from: "config/grafana", cond: "$.Values.dashboards.enabled", o: o})
+	}
+	return items, nil
+}
+
+// itemText is the text of an item's template file.
+func (g *gen) itemText(it chartItem) (string, error) {
+	t := &templ{}
+	text, err := g.template(t, it.o, it.prefix == "grafana-", it.each)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", kind(it.o), nameOf(it.o), err)
+	}
+	comment := "{{/* " + generatedMarker + " from " + it.from + " (make dist). DO NOT EDIT. */"
+	text = strings.TrimSuffix(text, "\n")
+	switch {
+	case it.each:
+		return comment + "}}\n{{- range $ns := $.Values.watchNamespaces }}\n---\n" + text + "\n{{- end }}\n", nil
+	case it.cond != "":
+		return comment + "}}\n{{- if " + it.cond + " }}\n" + text + "\n{{- end }}\n", nil
+	default:
+		return comment + " -}}\n" + text + "\n", nil
+	}
 }
 
 // compare splits the cluster-wide install's objects (less CRDs and Namespace)
@@ -299,15 +332,28 @@ func (g *gen) template(t *templ, o object, dashboard, each bool) (string, error)
 		md["namespace"] = tokWatched
 	}
 	g.rewrite(o)
+	if err := g.templateKind(t, o, dashboard); err != nil {
+		return "", err
+	}
+	b, err := marshal(o)
+	if err != nil {
+		return "", err
+	}
+	return actions.Replace(expandBlocks(t, escapeActions(b))), nil
+}
+
+// templateKind puts the values into what the object's kind lets them set:
+// a Namespace's labels, the operator's Deployment, a PodMonitor's
+// namespaces, a dashboard's labels.
+func (g *gen) templateKind(t *templ, o object, dashboard bool) error {
+	md, _ := o["metadata"].(map[string]any)
 	switch {
 	case kind(o) == "Namespace":
 		md["labels"] = t.block(func(in string) []string {
 			return []string{in + "labels: {{- toYaml $.Values.namespaceLabels | nindent " + strconv.Itoa(len(in)+2) + " }}"}
 		})
 	case kind(o) == "Deployment":
-		if err := g.deployment(t, o); err != nil {
-			return "", err
-		}
+		return g.deployment(t, o)
 	case kind(o) == "PodMonitor":
 		spec, _ := o["spec"].(map[string]any)
 		if sel, ok := spec["namespaceSelector"].(map[string]any); ok && reflect.DeepEqual(sel, map[string]any{"any": true}) {
@@ -338,12 +384,14 @@ func (g *gen) template(t *templ, o object, dashboard, each bool) (string, error)
 			}
 		})] = nil
 	}
-	b, err := marshal(o)
-	if err != nil {
-		return "", err
-	}
+	return nil
+}
+
+// expandBlocks replaces each line that holds a block token by the block's
+// lines, at the line's indentation.
+func expandBlocks(t *templ, text string) string {
 	var out []string
-	for _, line := range strings.Split(escapeActions(b), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		m := blockRE.FindStringSubmatch(line)
 		if m == nil {
 			out = append(out, line)
@@ -353,7 +401,7 @@ func (g *gen) template(t *templ, o object, dashboard, each bool) (string, error)
 		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
 		out = append(out, t.blocks[i](indent)...)
 	}
-	return actions.Replace(strings.Join(out, "\n")), nil
+	return strings.Join(out, "\n")
 }
 
 // deployment puts the values into the operator's Deployment.

@@ -89,89 +89,15 @@ func main() {
 }
 
 func run(tags, files, dirs, links, envs []string, entrypoint, cmd, user, workdir, out string, oci bool) error {
-	entries := map[string]entry{}
-	add := func(p string, e entry) error {
-		if !path.IsAbs(p) {
-			return fmt.Errorf("path %q in the image must be absolute", p)
-		}
-		p = path.Clean(p)
-		if p == "/" {
-			return fmt.Errorf("cannot add /")
-		}
-		if old, ok := entries[p]; ok && !(old.typ == tar.TypeDir && e.typ == tar.TypeDir) {
-			return fmt.Errorf("path %q given twice", p)
-		}
-		entries[p] = e
-		return nil
+	entries, err := layerEntries(files, dirs, links)
+	if err != nil {
+		return err
 	}
-	for _, f := range files {
-		dest, src, ok := strings.Cut(f, "=")
-		if !ok {
-			return fmt.Errorf("-file %q: want DEST=SRC", f)
-		}
-		st, err := os.Stat(src)
-		if err != nil {
-			return err
-		}
-		if !st.Mode().IsRegular() {
-			return fmt.Errorf("-file %q: %s is not a regular file", f, src)
-		}
-		if err := add(dest, entry{typ: tar.TypeReg, mode: int64(st.Mode().Perm()), src: src}); err != nil {
-			return err
-		}
-	}
-	for _, d := range dirs {
-		dest, m, hasMode := strings.Cut(d, ":")
-		mode := int64(0o755)
-		if hasMode {
-			v, err := strconv.ParseInt(m, 8, 32)
-			if err != nil {
-				return fmt.Errorf("-dir %q: bad mode: %v", d, err)
-			}
-			mode = v
-		}
-		if err := add(dest, entry{typ: tar.TypeDir, mode: mode}); err != nil {
-			return err
-		}
-	}
-	for _, l := range links {
-		dest, target, ok := strings.Cut(l, "=")
-		if !ok {
-			return fmt.Errorf("-symlink %q: want DEST=TARGET", l)
-		}
-		if err := add(dest, entry{typ: tar.TypeSymlink, mode: 0o777, target: target}); err != nil {
-			return err
-		}
-	}
-	// Every parent directory gets its own entry so the layer is self-contained.
-	for p := range entries {
-		for d := path.Dir(p); d != "/"; d = path.Dir(d) {
-			if _, ok := entries[d]; !ok {
-				entries[d] = entry{typ: tar.TypeDir, mode: 0o755}
-			}
-		}
-	}
-
 	layerData, err := writeLayer(entries)
 	if err != nil {
 		return err
 	}
-	base, layerOpts := empty.Image, []tarball.LayerOption(nil)
-	if oci {
-		base = mutate.ConfigMediaType(mutate.MediaType(base, types.OCIManifestSchema1), types.OCIConfigJSON)
-		layerOpts = append(layerOpts, tarball.WithMediaType(types.OCILayer))
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerData)), nil
-	}, layerOpts...)
-	if err != nil {
-		return err
-	}
-
-	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:   layer,
-		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "imagebuild"},
-	})
+	img, err := newImage(layerData, oci)
 	if err != nil {
 		return err
 	}
@@ -192,7 +118,119 @@ func run(tags, files, dirs, links, envs []string, entrypoint, cmd, user, workdir
 	if err != nil {
 		return err
 	}
+	return writeImage(out, img, layerData, tags, oci)
+}
 
+// layout is the layer's entries by absolute path.
+type layout map[string]entry
+
+// add adds the entry at p, which only a directory may give twice.
+func (l layout) add(p string, e entry) error {
+	if !path.IsAbs(p) {
+		return fmt.Errorf("path %q in the image must be absolute", p)
+	}
+	p = path.Clean(p)
+	if p == "/" {
+		return fmt.Errorf("cannot add /")
+	}
+	if old, ok := l[p]; ok && !(old.typ == tar.TypeDir && e.typ == tar.TypeDir) {
+		return fmt.Errorf("path %q given twice", p)
+	}
+	l[p] = e
+	return nil
+}
+
+// layerEntries are the entries the flags ask for, and every parent
+// directory of theirs, so that the layer is self-contained.
+func layerEntries(files, dirs, links []string) (map[string]entry, error) {
+	l := layout{}
+	if err := l.addFiles(files); err != nil {
+		return nil, err
+	}
+	if err := l.addDirs(dirs); err != nil {
+		return nil, err
+	}
+	for _, link := range links {
+		dest, target, ok := strings.Cut(link, "=")
+		if !ok {
+			return nil, fmt.Errorf("-symlink %q: want DEST=TARGET", link)
+		}
+		if err := l.add(dest, entry{typ: tar.TypeSymlink, mode: 0o777, target: target}); err != nil {
+			return nil, err
+		}
+	}
+	for p := range l {
+		for d := path.Dir(p); d != "/"; d = path.Dir(d) {
+			if _, ok := l[d]; !ok {
+				l[d] = entry{typ: tar.TypeDir, mode: 0o755}
+			}
+		}
+	}
+	return l, nil
+}
+
+// addFiles adds the -file flags: regular files, with their permission bits.
+func (l layout) addFiles(files []string) error {
+	for _, f := range files {
+		dest, src, ok := strings.Cut(f, "=")
+		if !ok {
+			return fmt.Errorf("-file %q: want DEST=SRC", f)
+		}
+		st, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("-file %q: %s is not a regular file", f, src)
+		}
+		if err := l.add(dest, entry{typ: tar.TypeReg, mode: int64(st.Mode().Perm()), src: src}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addDirs adds the -dir flags, 0755 unless they say otherwise.
+func (l layout) addDirs(dirs []string) error {
+	for _, d := range dirs {
+		dest, m, hasMode := strings.Cut(d, ":")
+		mode := int64(0o755)
+		if hasMode {
+			v, err := strconv.ParseInt(m, 8, 32)
+			if err != nil {
+				return fmt.Errorf("-dir %q: bad mode: %v", d, err)
+			}
+			mode = v
+		}
+		if err := l.add(dest, entry{typ: tar.TypeDir, mode: mode}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newImage is the image of one layer, with OCI media types when oci.
+func newImage(layerData []byte, oci bool) (v1.Image, error) {
+	base, layerOpts := empty.Image, []tarball.LayerOption(nil)
+	if oci {
+		base = mutate.ConfigMediaType(mutate.MediaType(base, types.OCIManifestSchema1), types.OCIConfigJSON)
+		layerOpts = append(layerOpts, tarball.WithMediaType(types.OCILayer))
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerData)), nil
+	}, layerOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(base, mutate.Addendum{
+		Layer:   layer,
+		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "imagebuild"},
+	})
+}
+
+// writeImage writes img under every tag to out, an image tarball or with
+// oci an OCI layout archive (then it prints the manifest's digest).
+func writeImage(out string, img v1.Image, layerData []byte, tags []string, oci bool) error {
 	refs := map[name.Reference]v1.Image{}
 	var ociTags []name.Tag
 	for _, t := range tags {
@@ -208,6 +246,7 @@ func run(tags, files, dirs, links, envs []string, entrypoint, cmd, user, workdir
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
+	var err error
 	if oci {
 		err = writeOCIArchive(tmp, img, layerData, ociTags)
 	} else {
@@ -243,9 +282,45 @@ func writeOCIArchive(path string, img v1.Image, layerData []byte, tags []name.Ta
 	if err != nil {
 		return err
 	}
-	mt, err := img.MediaType()
+	indexJSON, err := ociIndex(img, manifest, tags)
 	if err != nil {
 		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for _, d := range []string{"blobs/", "blobs/sha256/"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+	}
+	blobs := [][]byte{config, layerData, manifest}
+	sort.Slice(blobs, func(i, j int) bool { return sha(blobs[i]).Hex < sha(blobs[j]).Hex })
+	for _, b := range blobs {
+		if err := tarFile(tw, "blobs/sha256/"+sha(b).Hex, b); err != nil {
+			return err
+		}
+	}
+	if err := tarFile(tw, "index.json", indexJSON); err != nil {
+		return err
+	}
+	if err := tarFile(tw, "oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// ociIndex is the index.json of an OCI layout: the manifest once per tag.
+func ociIndex(img v1.Image, manifest []byte, tags []name.Tag) ([]byte, error) {
+	mt, err := img.MediaType()
+	if err != nil {
+		return nil, err
 	}
 	desc := v1.Descriptor{MediaType: mt, Size: int64(len(manifest)), Digest: sha(manifest)}
 	index := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
@@ -259,48 +334,16 @@ func writeOCIArchive(path string, img v1.Image, layerData []byte, tags []name.Ta
 		}
 		index.Manifests = append(index.Manifests, d)
 	}
-	indexJSON, err := json.Marshal(index)
-	if err != nil {
+	return json.Marshal(index)
+}
+
+// tarFile writes a regular file of an OCI layout archive.
+func tarFile(tw *tar.Writer, n string, data []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: 0o644, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tw := tar.NewWriter(f)
-	dir := func(n string) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: n, Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
-	}
-	file := func(n string, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: 0o644, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
-	for _, d := range []string{"blobs/", "blobs/sha256/"} {
-		if err := dir(d); err != nil {
-			return err
-		}
-	}
-	blobs := [][]byte{config, layerData, manifest}
-	sort.Slice(blobs, func(i, j int) bool { return sha(blobs[i]).Hex < sha(blobs[j]).Hex })
-	for _, b := range blobs {
-		if err := file("blobs/sha256/"+sha(b).Hex, b); err != nil {
-			return err
-		}
-	}
-	if err := file("index.json", indexJSON); err != nil {
-		return err
-	}
-	if err := file("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
+	_, err := tw.Write(data)
+	return err
 }
 
 func sha(b []byte) v1.Hash {

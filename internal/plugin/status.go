@@ -332,49 +332,57 @@ var conditionOrder = []string{
 	etcdv1.ConditionStorageReady, etcdv1.ConditionBackupReady, etcdv1.ConditionRestoreReady,
 }
 
-// renderStatus prints the report on one screen.
+// renderStatus prints the report on one screen: the cluster, its members,
+// what keeps it running (alarms, backups, certificates), and its
+// conditions. Each section aligns its own columns.
 func renderStatus(out io.Writer, r *statusReport) {
+	renderCluster(out, r)
+	fmt.Fprintln(out)
+	renderMembers(out, r)
+	fmt.Fprintln(out)
+	renderUpkeep(out, r)
+	fmt.Fprintln(out)
+	renderConditions(out, r)
+}
+
+// newTable aligns the columns of a section, separated by tabs.
+func newTable(out io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+}
+
+// line writes one line of a section.
+func line(w io.Writer, format string, a ...any) {
+	fmt.Fprintf(w, format+"\n", a...)
+}
+
+// renderCluster prints what the cluster is: version, members, leader,
+// suspend and rollout.
+func renderCluster(out io.Writer, r *statusReport) {
 	c := r.cluster
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	line := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
-	line("Cluster:\t%s/%s, created %s", c.Namespace, c.Name, r.ago(c.CreationTimestamp.Time))
-	line("Version:\tdesired %s, running %s", c.Spec.Version, orDash(c.Status.Version))
+	w := newTable(out)
+	line(w, "Cluster:\t%s/%s, created %s", c.Namespace, c.Name, r.ago(c.CreationTimestamp.Time))
+	line(w, "Version:\tdesired %s, running %s", c.Spec.Version, orDash(c.Status.Version))
 	replicas := int32(3)
 	if c.Spec.Replicas != nil {
 		replicas = *c.Spec.Replicas
 	}
-	line("Members:\t%d of %d voters ready (spec.replicas %d), cluster ID %s", c.Status.ReadyReplicas, c.Status.Replicas, replicas, orDash(c.Status.ClusterID))
-	line("Leader:\t%s", r.leaderName())
+	line(w, "Members:\t%d of %d voters ready (spec.replicas %d), cluster ID %s", c.Status.ReadyReplicas, c.Status.Replicas, replicas, orDash(c.Status.ClusterID))
+	line(w, "Leader:\t%s", r.leaderName())
 	if c.Spec.Suspend {
-		line("Suspend:\tspec.suspend is true")
+		line(w, "Suspend:\tspec.suspend is true")
 	}
-	line("Rollout:\t%s", r.rollout())
+	line(w, "Rollout:\t%s", r.rollout())
 	_ = w.Flush()
+}
 
-	fmt.Fprintln(out)
-	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+// renderMembers prints a row per member, then what etcd said of them
+// beyond the columns.
+func renderMembers(out io.Writer, r *statusReport) {
+	w := newTable(out)
 	fmt.Fprintln(w, "MEMBER\tID\tROLE\tLEADER\tVERSION\tPOD\tHEALTHY\tDB SIZE\tIN USE\tQUOTA\tRAFT TERM\tRAFT INDEX")
 	var notes []string
 	for _, m := range r.members {
-		size, inUse, quota, term, index := "-", "-", "-", "-", "-"
-		version := m.version
-		if s := m.etcd; s != nil {
-			size, inUse, quota = etcd.FormatBytes(s.DBSize), etcd.FormatBytes(s.DBSizeInUse), etcd.FormatBytes(r.quota(s))
-			term, index = fmt.Sprint(s.RaftTerm), fmt.Sprint(s.RaftIndex)
-			version = s.Version
-			for _, e := range s.Errors {
-				notes = append(notes, fmt.Sprintf("%s: etcd reports: %s", m.name, e))
-			}
-		}
-		if m.etcdErr != "" {
-			notes = append(notes, fmt.Sprintf("%s: etcd did not answer: %s", m.name, m.etcdErr))
-		}
-		leader := ""
-		if m.leader {
-			leader = "*"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.name, orDash(m.id), orDash(string(m.role)), leader,
-			orDash(version), m.pod, yesNo(m.healthy), size, inUse, quota, term, index)
+		notes = append(notes, r.writeMemberRow(w, m)...)
 	}
 	_ = w.Flush()
 	if r.etcdNote != "" {
@@ -383,34 +391,73 @@ func renderStatus(out io.Writer, r *statusReport) {
 	for _, n := range notes {
 		fmt.Fprintln(out, "  "+n)
 	}
+}
 
-	fmt.Fprintln(out)
-	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	line("Alarms:\t%s", r.alarmText())
-	for i, b := range r.backupLines() {
-		line("%s\t%s", map[bool]string{true: "Backup:", false: ""}[i == 0], b)
+// writeMemberRow writes the row of one member and returns the notes on it.
+func (r *statusReport) writeMemberRow(w io.Writer, m memberRow) []string {
+	var notes []string
+	size, inUse, quota, term, index := "-", "-", "-", "-", "-"
+	version := m.version
+	if s := m.etcd; s != nil {
+		size, inUse, quota = etcd.FormatBytes(s.DBSize), etcd.FormatBytes(s.DBSizeInUse), etcd.FormatBytes(r.quota(s))
+		term, index = fmt.Sprint(s.RaftTerm), fmt.Sprint(s.RaftIndex)
+		version = s.Version
+		for _, e := range s.Errors {
+			notes = append(notes, fmt.Sprintf("%s: etcd reports: %s", m.name, e))
+		}
 	}
+	if m.etcdErr != "" {
+		notes = append(notes, fmt.Sprintf("%s: etcd did not answer: %s", m.name, m.etcdErr))
+	}
+	leader := ""
+	if m.leader {
+		leader = "*"
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.name, orDash(m.id), orDash(string(m.role)), leader,
+		orDash(version), m.pod, yesNo(m.healthy), size, inUse, quota, term, index)
+	return notes
+}
+
+// renderUpkeep prints what keeps the cluster running: its alarms, its
+// backups and its certificates.
+func renderUpkeep(out io.Writer, r *statusReport) {
+	w := newTable(out)
+	line(w, "Alarms:\t%s", r.alarmText())
+	for i, b := range r.backupLines() {
+		line(w, "%s\t%s", map[bool]string{true: "Backup:", false: ""}[i == 0], b)
+	}
+	r.certLines(w)
+	_ = w.Flush()
+}
+
+// certLines writes the certificates' lines: each one's subject and expiry,
+// the next renewal and a CA rotation under way.
+func (r *statusReport) certLines(w io.Writer) {
+	c := r.cluster
 	if c.Spec.TLS.Disabled {
-		line("Certificates:\tnone (spec.tls.disabled)")
+		line(w, "Certificates:\tnone (spec.tls.disabled)")
 	}
 	for i, cr := range r.certs {
 		label := map[bool]string{true: "Certificates:", false: ""}[i == 0]
 		if cr.err != "" {
-			line("%s\t%s\t%s\tunreadable: %s", label, cr.what, cr.secret, cr.err)
+			line(w, "%s\t%s\t%s\tunreadable: %s", label, cr.what, cr.secret, cr.err)
 			continue
 		}
-		line("%s\t%s\t%s\t%s, expires %s", label, cr.what, cr.secret, cr.subject, r.at(cr.notAfter))
+		line(w, "%s\t%s\t%s\t%s, expires %s", label, cr.what, cr.secret, cr.subject, r.at(cr.notAfter))
 	}
 	if t := c.Status.TLS; t != nil && t.RenewAt != nil {
-		line("\trenewal\t\tnext at %s", r.at(t.RenewAt.Time))
+		line(w, "\trenewal\t\tnext at %s", r.at(t.RenewAt.Time))
 	}
 	if t := c.Status.TLS; t != nil && t.CARotation != "" {
-		line("\tCA rotation\t\t%s", t.CARotation)
+		line(w, "\tCA rotation\t\t%s", t.CARotation)
 	}
-	_ = w.Flush()
+}
 
-	fmt.Fprintln(out)
-	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+// renderConditions prints the cluster's conditions in conditionOrder; a
+// condition of another generation is marked stale.
+func renderConditions(out io.Writer, r *statusReport) {
+	c := r.cluster
+	w := newTable(out)
 	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tAGE\tMESSAGE")
 	for _, cond := range sortedConditions(c.Status.Conditions) {
 		status := string(cond.Status)

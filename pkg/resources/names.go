@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 )
 
@@ -101,6 +103,17 @@ func withShard(l, from map[string]string) map[string]string {
 func MemberLabels(m *etcdv1.EtcdMember) map[string]string {
 	l := withShard(ClusterLabels(m.Spec.ClusterName), m.Labels)
 	l[etcdv1.MemberLabel] = m.Name
+	return l
+}
+
+// AgentLabels are the labels of an agent Pod working for owner: an
+// EtcdBackup (whose name they carry), or the EtcdCluster whose snapshot it
+// checks. The owner's shard keeps the Pod in that shard's cache.
+func AgentLabels(owner metav1.Object) map[string]string {
+	l := withShard(map[string]string{etcdv1.NameLabel: "raftsman-agent", etcdv1.ManagedByLabel: "raftsman"}, owner.GetLabels())
+	if _, ok := owner.(*etcdv1.EtcdBackup); ok {
+		l[etcdv1.BackupLabel] = owner.GetName()
+	}
 	return l
 }
 

@@ -20,11 +20,12 @@ import (
 // that does not fit must lower the limit (api/v1alpha1/limits.go and the
 // markers) or get shorter; add it here.
 //
-// The names made in controllers/backup are written out here as they are
-// there (they are not exported): scheduled backups <cluster>-YYYYMMDD-HHMM
-// (schedule.go), the final backup <cluster>-suspend-<generation>
-// (suspend.go), agent Pods <backup>-snapshot and <backup>-delete (run.go),
-// <cluster>-restore-check (restore.go).
+// The names made in controllers/data and controllers/backup are written
+// out here as they are there (they are not exported): scheduled backups
+// <cluster>-YYYYMMDD-HHMM (data/schedule.go), the final backup
+// <cluster>-suspend-<generation> (data/suspend.go), <cluster>-restore-check
+// (data/restore.go), agent Pods <backup>-snapshot and <backup>-delete
+// (backup/reconcile.go).
 func TestDerivedNamesOfLongestNames(t *testing.T) {
 	t.Parallel()
 	cluster := "c" + strings.Repeat("x", etcdv1.MaxClusterNameLength-1)

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -231,6 +232,39 @@ func TestNames(t *testing.T) {
 	c.Spec.Image = "mirror/etcd:custom"
 	if got := Image(c, "quay.io/coreos/etcd"); !strings.HasPrefix(got, "mirror/") {
 		t.Errorf("image override ignored: %s", got)
+	}
+}
+
+func TestAgentLabels(t *testing.T) {
+	t.Parallel()
+	sharded := map[string]string{etcdv1.ShardLabel: "3", etcdv1.ClusterLabel: "demo"}
+	agent := func(extra ...string) map[string]string {
+		l := map[string]string{etcdv1.NameLabel: "raftsman-agent", etcdv1.ManagedByLabel: "raftsman"}
+		for i := 0; i < len(extra); i += 2 {
+			l[extra[i]] = extra[i+1]
+		}
+		return l
+	}
+	tests := []struct {
+		name  string
+		owner metav1.Object
+		want  map[string]string
+	}{
+		{name: "cluster", owner: &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}, want: agent()},
+		{name: "cluster of a shard", owner: &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Labels: sharded}},
+			want: agent(etcdv1.ShardLabel, "3")},
+		{name: "backup", owner: &etcdv1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly"}},
+			want: agent(etcdv1.BackupLabel, "nightly")},
+		{name: "backup of a shard", owner: &etcdv1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Labels: sharded}},
+			want: agent(etcdv1.BackupLabel, "nightly", etcdv1.ShardLabel, "3")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := AgentLabels(tt.owner); !maps.Equal(got, tt.want) {
+				t.Errorf("AgentLabels = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -65,14 +65,10 @@ func (b *bench) defrag(ns string) (defragResult, error) {
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	var probes []*probe
-	for i := range defragProbes {
-		pc, err := b.etcdClient(ns, name)
-		if err != nil {
-			return res, err
-		}
-		defer func() { _ = pc.Close() }()
-		probes = append(probes, startProbe(ctx, pc, fmt.Sprintf("probe/%d/", i)))
+	probes, closeProbes, err := b.startProbes(ctx, ns, name)
+	defer closeProbes()
+	if err != nil {
+		return res, err
 	}
 	time.Sleep(settle)
 	q0 := time.Now()
@@ -87,7 +83,48 @@ func (b *bench) defrag(ns string) (defragResult, error) {
 	if err := b.c.Patch(b.ctx, c, patch); err != nil {
 		return res, err
 	}
-	var from, to time.Time
+	from, to, err := b.firstDefrag(c, &res)
+	if err != nil {
+		return res, err
+	}
+	// The run goes on with the other members; the figures are the first's.
+	if _, err := b.poll(3*time.Minute, func() (bool, error) {
+		if err := b.c.Get(b.ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err
+		}
+		return c.Status.Maintenance != nil && c.Status.Maintenance.Defrag == nil, nil
+	}); err != nil {
+		return res, fmt.Errorf("the rest of the defragmentation run: %w", err)
+	}
+	cancel()
+	res.tally(c, probes, [2]time.Time{from, to}, [2]time.Time{q0, q1})
+	return res, nil
+}
+
+// startProbes starts defragProbes probes of the cluster's Service, each on
+// a client of its own, which closeProbes closes (even when err is set).
+func (b *bench) startProbes(ctx context.Context, ns, name string) (probes []*probe, closeProbes func(), err error) {
+	var clients []*clientv3.Client
+	closeProbes = func() {
+		for _, pc := range clients {
+			_ = pc.Close()
+		}
+	}
+	for i := range defragProbes {
+		pc, err := b.etcdClient(ns, name)
+		if err != nil {
+			return nil, closeProbes, err
+		}
+		clients = append(clients, pc)
+		probes = append(probes, startProbe(ctx, pc, fmt.Sprintf("probe/%d/", i)))
+	}
+	return probes, closeProbes, nil
+}
+
+// firstDefrag waits for the first member of the run (res.member, recorded
+// here) to be defragmented, and returns when it entered and left the
+// phase Defragmenting.
+func (b *bench) firstDefrag(c *etcdv1.EtcdCluster, res *defragResult) (from, to time.Time, err error) {
 	if _, err := b.poll(3*time.Minute, func() (bool, error) {
 		if err := b.c.Get(b.ctx, client.ObjectKeyFromObject(c), c); err != nil {
 			return false, err
@@ -113,18 +150,16 @@ func (b *bench) defrag(ns string) (defragResult, error) {
 		}
 		return false, nil
 	}); err != nil {
-		return res, fmt.Errorf("defragmentation of the first member %q: %w", res.member, err)
+		return from, to, fmt.Errorf("defragmentation of the first member %q: %w", res.member, err)
 	}
-	// The run goes on with the other members; the figures are the first's.
-	if _, err := b.poll(3*time.Minute, func() (bool, error) {
-		if err := b.c.Get(b.ctx, client.ObjectKeyFromObject(c), c); err != nil {
-			return false, err
-		}
-		return c.Status.Maintenance != nil && c.Status.Maintenance.Defrag == nil, nil
-	}); err != nil {
-		return res, fmt.Errorf("the rest of the defragmentation run: %w", err)
-	}
-	cancel()
+	return from, to, nil
+}
+
+// tally records what the cluster's status says of the first member's
+// defragmentation, and stops the probes: the longest wait of each over
+// the defragmentation (run) and over the quiet window, by whether the
+// probe was connected to that member.
+func (res *defragResult) tally(c *etcdv1.EtcdCluster, probes []*probe, run, quietWindow [2]time.Time) {
 	for _, m := range c.Status.Maintenance.Members {
 		if m.Name == res.member {
 			res.took, res.reclaimed = float64(m.DurationMillis)/1000, float64(m.ReclaimedBytes)/(1<<20)
@@ -140,16 +175,15 @@ func (b *bench) defrag(ns string) (defragResult, error) {
 	for _, p := range probes {
 		p.stop()
 		acks := p.times()
-		stall, _ := longestGap(acks, from, to)
-		quiet, _ := longestGap(acks, q0, q1)
-		if p.memberAt(q1) == ids[res.member] {
+		stall, _ := longestGap(acks, run[0], run[1])
+		quiet, _ := longestGap(acks, quietWindow[0], quietWindow[1])
+		if p.memberAt(quietWindow[1]) == ids[res.member] {
 			res.clients++
 			res.stall, res.quiet = max(res.stall, stall), max(res.quiet, quiet)
 		} else {
 			res.otherStall, res.otherQuiet = max(res.otherStall, stall), max(res.otherQuiet, quiet)
 		}
 	}
-	return res, nil
 }
 
 // fill writes defragValues values of 512 KiB from four clients at once,

@@ -259,22 +259,11 @@ func (b *bench) loseQuorum(ns, name string, all bool) (healResult, error) {
 		if m.Name == survivor {
 			continue
 		}
-		if err := b.c.Delete(b.ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-" + m.Name}}); err != nil {
-			return res, err
-		}
-		if err := b.c.Delete(b.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name}}, client.GracePeriodSeconds(0)); err != nil {
+		if err := b.loseVolumeAndPod(ns, m.Name); err != nil {
 			return res, err
 		}
 	}
-	if _, err := b.poll(2*time.Minute, func() (bool, error) {
-		c := &etcdv1.EtcdCluster{}
-		if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
-			return false, err
-		}
-		a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
-		return a != nil && a.Status == metav1.ConditionFalse && a.Reason == etcdv1.ReasonQuorumLost &&
-			(all || strings.Contains(a.Message, survivor+" (raft index")), nil
-	}); err != nil {
+	if _, err := b.poll(2*time.Minute, b.quorumLost(ns, name, survivor, all)); err != nil {
 		return res, fmt.Errorf("available False, QuorumLost: %w", err)
 	}
 	res.visible = time.Since(start).Seconds()
@@ -308,4 +297,26 @@ func (b *bench) loseQuorum(ns, name string, all bool) (healResult, error) {
 	}
 	res.took = time.Since(start).Seconds()
 	return res, nil
+}
+
+// loseVolumeAndPod deletes a member's PVC, then its Pod at once.
+func (b *bench) loseVolumeAndPod(ns, member string) error {
+	if err := b.c.Delete(b.ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-" + member}}); err != nil {
+		return err
+	}
+	return b.c.Delete(b.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: member}}, client.GracePeriodSeconds(0))
+}
+
+// quorumLost says whether the cluster reports Available False with reason
+// QuorumLost, naming survivor reachable unless all were lost.
+func (b *bench) quorumLost(ns, name, survivor string, all bool) func() (bool, error) {
+	return func() (bool, error) {
+		c := &etcdv1.EtcdCluster{}
+		if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return false, err
+		}
+		a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
+		return a != nil && a.Status == metav1.ConditionFalse && a.Reason == etcdv1.ReasonQuorumLost &&
+			(all || strings.Contains(a.Message, survivor+" (raft index")), nil
+	}
 }

@@ -71,148 +71,193 @@ func main() {
 	began := time.Now()
 	must(b.installOperator())
 
-	var podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
-	var createWrites, idleWrites float64
-	var createCounts writeCounts
-	var firstBack, firstDone, rollAll, upgradeTook, maxGap []float64
-	tlsWaits := 0
-	var writes, failures int
-	var failedPod, failedSeen, failedAfter, replaced, emptied, quorum, quorumSeen []float64
-	var quorumAfter, forcingAfter, regrowingAfter []float64 // from the annotation
-	var restored, restoredAfter []float64
-	var defragTook, defragReclaimed, defragStall, defragQuiet, defragOther []float64
-	defragClients := 0
-	errs := map[string]int{}
+	s := &samples{errs: map[string]int{}}
 	for i := range *runs {
-		ns := b.namespace()
-		r, rr, l, err := b.reference(ns)
-		must(err)
-		podReady, podRestart, learnerRef = append(podReady, r), append(podRestart, rr), append(learnerRef, l)
-
-		before, c0, err := b.operatorWrites()
-		must(err)
-		t, err := b.createCluster(ns, "bench", 3)
-		must(err)
-		clusterReady = append(clusterReady, t)
-		after, c1, err := b.operatorWrites()
-		must(err)
-		if i == 0 {
-			createWrites = after - before
-			createCounts = c1.since(c0)
-		}
-
-		// etcd refuses a membership change until every voter has been
-		// connected for 5 s; the reference's lone member never waits, so
-		// the cluster settles first and the two measure the same thing.
-		time.Sleep(6 * time.Second)
-		t, err = b.scale(ns, "bench", 4)
-		must(err)
-		scaleStep = append(scaleStep, t)
-
-		t, err = b.deleteMemberPod(ns, "bench")
-		must(err)
-		memberBack = append(memberBack, t)
-
-		if i == 0 {
-			// Let the last status writes of the scale settle, then watch.
-			time.Sleep(5 * time.Second)
-			w0, _, err := b.operatorWrites()
-			must(err)
-			time.Sleep(*idleWait)
-			w1, _, err := b.operatorWrites()
-			must(err)
-			idleWrites = (w1 - w0) / idleWait.Minutes()
-		}
-		// Rolling changes on a cluster of their own, with nothing else of
-		// this run left running beside it (the reference ran alone too).
-		must(b.clearNamespace(ns))
-		_, err = b.createClusterAt(ns, "roll", *oldVer, 3)
-		must(err)
-		time.Sleep(6 * time.Second)
-		up, err := b.upgrade(ns, "roll", 3, *version)
-		must(err)
-		upgradeTook, maxGap = append(upgradeTook, up.took), append(maxGap, up.maxGap)
-		writes, failures = writes+up.writes, failures+up.failures
-		for e, k := range up.errs {
-			errs[e] += k
-		}
-		time.Sleep(6 * time.Second)
-		roll, err := b.rollingRestart(ns, "roll", 3)
-		must(err)
-		firstBack, firstDone, rollAll = append(firstBack, roll.firstBack), append(firstDone, roll.firstDone), append(rollAll, roll.all)
-		tlsWaits += roll.tlsWaits
-
-		// Healing on the same cluster, settled again after the rollout.
-		time.Sleep(settle)
-		h, err := b.heal(ns, "roll", i < *qRuns)
-		must(err)
-		failedPod, failedSeen = append(failedPod, h.failed.took), append(failedSeen, h.failed.visible)
-		failedAfter = append(failedAfter, h.failed.took-h.failed.visible)
-		replaced, emptied = append(replaced, h.replaced.took), append(emptied, h.emptied.took)
-		if h.quorumRan {
-			quorum, quorumSeen = append(quorum, h.quorum.took), append(quorumSeen, h.quorum.visible)
-			quorumAfter = append(quorumAfter, h.quorum.took-h.quorum.visible)
-			if t, ok := h.quorum.phases[etcdv1.RecoveryForcing]; ok {
-				forcingAfter = append(forcingAfter, t-h.quorum.visible)
-			}
-			if t, ok := h.quorum.phases[etcdv1.RecoveryRegrowing]; ok {
-				regrowingAfter = append(regrowingAfter, t-h.quorum.visible)
-			}
-			restored, restoredAfter = append(restored, h.restored.took), append(restoredAfter, h.restored.took-h.restored.visible)
-		}
-
-		// Defragmentation on a cluster of its own, alone like the others.
-		must(b.clearNamespace(ns))
-		d, err := b.defrag(ns)
-		must(err)
-		defragTook, defragReclaimed = append(defragTook, d.took), append(defragReclaimed, d.reclaimed)
-		defragOther = append(defragOther, d.otherStall)
-		if d.clients > 0 {
-			defragStall, defragQuiet = append(defragStall, d.stall), append(defragQuiet, d.quiet)
-			defragClients += d.clients
-		}
-
-		must(b.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-		fmt.Printf("run %d: pod %.1fs restart %.1fs learner-ref %.1fs | cluster %.1fs step %.1fs member-back %.1fs\n",
-			i+1, r, rr, l, clusterReady[i], scaleStep[i], memberBack[i])
-		fmt.Printf("run %d: first rolled member %s back %.1fs done %.1fs, whole roll %.1fs | upgrade %.1fs, longest write gap %.2fs (%d writes, %d failed)\n",
-			i+1, roll.member, roll.firstBack, roll.firstDone, roll.all, up.took, up.maxGap, up.writes, up.failures)
-		for _, l := range up.log {
-			fmt.Printf("  upgrade %s\n", l)
-		}
-		fmt.Printf("run %d: healed: failed Pod of %s %.1fs (Failed after %.1fs) | Pod and PVC of %s %.1fs | volume of %s %.1fs",
-			i+1, h.failed.victim, h.failed.took, h.failed.visible, h.replaced.victim, h.replaced.took, h.emptied.victim, h.emptied.took)
-		if h.quorumRan {
-			fmt.Printf(" | quorum loss, recovered from %s, %.1fs (QuorumLost after %.1fs) | all lost, restored from the newest backup, %.1fs (QuorumLost after %.1fs)",
-				h.quorum.victim, h.quorum.took, h.quorum.visible, h.restored.took, h.restored.visible)
-		}
-		fmt.Println()
-		fmt.Printf("run %d: defragmented %s in %.2fs (%.1f MiB given back): %d clients on it waited up to %.2fs (%.2fs with no defragmentation), clients on other members %.2fs (%.2fs)\n",
-			i+1, d.member, d.took, d.reclaimed, d.clients, d.stall, d.quiet, d.otherStall, d.otherQuiet)
-		for _, hr := range []healResult{h.failed, h.replaced, h.emptied, h.quorum, h.restored} {
-			for _, l := range hr.log {
-				fmt.Printf("  heal %s\n", l)
-			}
-		}
+		b.run(i, s)
 	}
-	res := results{
-		podReady: median(podReady), podRestart: median(podRestart), learnerRef: median(learnerRef),
-		clusterReady: median(clusterReady), scaleStep: median(scaleStep), memberBack: median(memberBack),
-		createWrites: createWrites, createCounts: createCounts, idleWrites: idleWrites, runs: *runs,
-		firstBack: median(firstBack), firstDone: median(firstDone), rollAll: median(rollAll), tlsWaits: tlsWaits,
-		upgrade: median(upgradeTook), maxGap: median(maxGap), worstGap: slices.Max(maxGap),
-		writes: writes, failures: failures, errs: errs,
-		failedPod: median(failedPod), failedSeen: median(failedSeen), failedAfter: median(failedAfter), replaced: median(replaced), emptied: median(emptied),
-		quorum: median(quorum), quorumSeen: median(quorumSeen), quorumRuns: len(quorum),
-		quorumAfter: median(quorumAfter), forcingAfter: median(forcingAfter), regrowingAfter: median(regrowingAfter),
-		restored: median(restored), restoredAfter: median(restoredAfter),
-		defragTook: median(defragTook), defragReclaimed: median(defragReclaimed), defragStall: median(defragStall), defragQuiet: median(defragQuiet),
-		defragOther: median(defragOther), defragRuns: len(defragStall), defragClients: defragClients,
-	}
-	text := res.markdown()
+	text := s.results().markdown()
 	fmt.Print(text)
 	fmt.Printf("bench took %s\n", time.Since(began).Round(time.Second))
 	must(os.WriteFile(*out, []byte(text+keptScaleSection(*out)), 0o644))
+}
+
+// samples are what the runs measured, one entry per run (the quorum ones
+// per run that measured a quorum loss), for the medians of the results.
+type samples struct {
+	podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
+	createWrites, idleWrites                                              float64
+	createCounts                                                          writeCounts
+	firstBack, firstDone, rollAll, upgradeTook, maxGap                    []float64
+	tlsWaits                                                              int
+	writes, failures                                                      int
+	errs                                                                  map[string]int
+	failedPod, failedSeen, failedAfter, replaced, emptied                 []float64
+	quorum, quorumSeen                                                    []float64
+	quorumAfter, forcingAfter, regrowingAfter                             []float64 // from the annotation
+	restored, restoredAfter                                               []float64
+	defragTook, defragReclaimed, defragStall, defragQuiet, defragOther    []float64
+	defragClients                                                         int
+}
+
+// run is run i of every measurement, in a namespace of its own.
+func (b *bench) run(i int, s *samples) {
+	ns := b.namespace()
+	b.measureMembership(i, ns, s)
+
+	// Rolling changes on a cluster of their own, with nothing else of
+	// this run left running beside it (the reference ran alone too).
+	must(b.clearNamespace(ns))
+	up, roll := b.measureRolling(ns, s)
+
+	// Healing on the same cluster, settled again after the rollout.
+	time.Sleep(settle)
+	h, err := b.heal(ns, "roll", i < *qRuns)
+	must(err)
+	s.addHealing(h)
+
+	// Defragmentation on a cluster of its own, alone like the others.
+	must(b.clearNamespace(ns))
+	d, err := b.defrag(ns)
+	must(err)
+	s.addDefrag(d)
+
+	must(b.c.Delete(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	s.print(i, up, roll, h, d)
+}
+
+// measureMembership measures the references, then a cluster's creation,
+// a learner step and a member Pod's return against them; the first run
+// also counts the API writes of the creation and of the idle cluster.
+func (b *bench) measureMembership(i int, ns string, s *samples) {
+	r, rr, l, err := b.reference(ns)
+	must(err)
+	s.podReady, s.podRestart, s.learnerRef = append(s.podReady, r), append(s.podRestart, rr), append(s.learnerRef, l)
+
+	before, c0, err := b.operatorWrites()
+	must(err)
+	t, err := b.createCluster(ns, "bench", 3)
+	must(err)
+	s.clusterReady = append(s.clusterReady, t)
+	after, c1, err := b.operatorWrites()
+	must(err)
+	if i == 0 {
+		s.createWrites = after - before
+		s.createCounts = c1.since(c0)
+	}
+
+	// etcd refuses a membership change until every voter has been
+	// connected for 5 s; the reference's lone member never waits, so
+	// the cluster settles first and the two measure the same thing.
+	time.Sleep(6 * time.Second)
+	t, err = b.scale(ns, "bench", 4)
+	must(err)
+	s.scaleStep = append(s.scaleStep, t)
+
+	t, err = b.deleteMemberPod(ns, "bench")
+	must(err)
+	s.memberBack = append(s.memberBack, t)
+
+	if i == 0 {
+		// Let the last status writes of the scale settle, then watch.
+		time.Sleep(5 * time.Second)
+		w0, _, err := b.operatorWrites()
+		must(err)
+		time.Sleep(*idleWait)
+		w1, _, err := b.operatorWrites()
+		must(err)
+		s.idleWrites = (w1 - w0) / idleWait.Minutes()
+	}
+}
+
+// measureRolling upgrades a new cluster from -etcd-old-version, then
+// restarts its members one by one.
+func (b *bench) measureRolling(ns string, s *samples) (upgradeResult, rollResult) {
+	_, err := b.createClusterAt(ns, "roll", *oldVer, 3)
+	must(err)
+	time.Sleep(6 * time.Second)
+	up, err := b.upgrade(ns, "roll", 3, *version)
+	must(err)
+	s.upgradeTook, s.maxGap = append(s.upgradeTook, up.took), append(s.maxGap, up.maxGap)
+	s.writes, s.failures = s.writes+up.writes, s.failures+up.failures
+	for e, k := range up.errs {
+		s.errs[e] += k
+	}
+	time.Sleep(6 * time.Second)
+	roll, err := b.rollingRestart(ns, "roll", 3)
+	must(err)
+	s.firstBack, s.firstDone, s.rollAll = append(s.firstBack, roll.firstBack), append(s.firstDone, roll.firstDone), append(s.rollAll, roll.all)
+	s.tlsWaits += roll.tlsWaits
+	return up, roll
+}
+
+func (s *samples) addHealing(h healing) {
+	s.failedPod, s.failedSeen = append(s.failedPod, h.failed.took), append(s.failedSeen, h.failed.visible)
+	s.failedAfter = append(s.failedAfter, h.failed.took-h.failed.visible)
+	s.replaced, s.emptied = append(s.replaced, h.replaced.took), append(s.emptied, h.emptied.took)
+	if !h.quorumRan {
+		return
+	}
+	s.quorum, s.quorumSeen = append(s.quorum, h.quorum.took), append(s.quorumSeen, h.quorum.visible)
+	s.quorumAfter = append(s.quorumAfter, h.quorum.took-h.quorum.visible)
+	if t, ok := h.quorum.phases[etcdv1.RecoveryForcing]; ok {
+		s.forcingAfter = append(s.forcingAfter, t-h.quorum.visible)
+	}
+	if t, ok := h.quorum.phases[etcdv1.RecoveryRegrowing]; ok {
+		s.regrowingAfter = append(s.regrowingAfter, t-h.quorum.visible)
+	}
+	s.restored, s.restoredAfter = append(s.restored, h.restored.took), append(s.restoredAfter, h.restored.took-h.restored.visible)
+}
+
+func (s *samples) addDefrag(d defragResult) {
+	s.defragTook, s.defragReclaimed = append(s.defragTook, d.took), append(s.defragReclaimed, d.reclaimed)
+	s.defragOther = append(s.defragOther, d.otherStall)
+	if d.clients > 0 {
+		s.defragStall, s.defragQuiet = append(s.defragStall, d.stall), append(s.defragQuiet, d.quiet)
+		s.defragClients += d.clients
+	}
+}
+
+// print writes what run i measured.
+func (s *samples) print(i int, up upgradeResult, roll rollResult, h healing, d defragResult) {
+	fmt.Printf("run %d: pod %.1fs restart %.1fs learner-ref %.1fs | cluster %.1fs step %.1fs member-back %.1fs\n",
+		i+1, s.podReady[i], s.podRestart[i], s.learnerRef[i], s.clusterReady[i], s.scaleStep[i], s.memberBack[i])
+	fmt.Printf("run %d: first rolled member %s back %.1fs done %.1fs, whole roll %.1fs | upgrade %.1fs, longest write gap %.2fs (%d writes, %d failed)\n",
+		i+1, roll.member, roll.firstBack, roll.firstDone, roll.all, up.took, up.maxGap, up.writes, up.failures)
+	for _, l := range up.log {
+		fmt.Printf("  upgrade %s\n", l)
+	}
+	fmt.Printf("run %d: healed: failed Pod of %s %.1fs (Failed after %.1fs) | Pod and PVC of %s %.1fs | volume of %s %.1fs",
+		i+1, h.failed.victim, h.failed.took, h.failed.visible, h.replaced.victim, h.replaced.took, h.emptied.victim, h.emptied.took)
+	if h.quorumRan {
+		fmt.Printf(" | quorum loss, recovered from %s, %.1fs (QuorumLost after %.1fs) | all lost, restored from the newest backup, %.1fs (QuorumLost after %.1fs)",
+			h.quorum.victim, h.quorum.took, h.quorum.visible, h.restored.took, h.restored.visible)
+	}
+	fmt.Println()
+	fmt.Printf("run %d: defragmented %s in %.2fs (%.1f MiB given back): %d clients on it waited up to %.2fs (%.2fs with no defragmentation), clients on other members %.2fs (%.2fs)\n",
+		i+1, d.member, d.took, d.reclaimed, d.clients, d.stall, d.quiet, d.otherStall, d.otherQuiet)
+	for _, hr := range []healResult{h.failed, h.replaced, h.emptied, h.quorum, h.restored} {
+		for _, l := range hr.log {
+			fmt.Printf("  heal %s\n", l)
+		}
+	}
+}
+
+// results are the medians of the samples.
+func (s *samples) results() results {
+	return results{
+		podReady: median(s.podReady), podRestart: median(s.podRestart), learnerRef: median(s.learnerRef),
+		clusterReady: median(s.clusterReady), scaleStep: median(s.scaleStep), memberBack: median(s.memberBack),
+		createWrites: s.createWrites, createCounts: s.createCounts, idleWrites: s.idleWrites, runs: *runs,
+		firstBack: median(s.firstBack), firstDone: median(s.firstDone), rollAll: median(s.rollAll), tlsWaits: s.tlsWaits,
+		upgrade: median(s.upgradeTook), maxGap: median(s.maxGap), worstGap: slices.Max(s.maxGap),
+		writes: s.writes, failures: s.failures, errs: s.errs,
+		failedPod: median(s.failedPod), failedSeen: median(s.failedSeen), failedAfter: median(s.failedAfter), replaced: median(s.replaced), emptied: median(s.emptied),
+		quorum: median(s.quorum), quorumSeen: median(s.quorumSeen), quorumRuns: len(s.quorum),
+		quorumAfter: median(s.quorumAfter), forcingAfter: median(s.forcingAfter), regrowingAfter: median(s.regrowingAfter),
+		restored: median(s.restored), restoredAfter: median(s.restoredAfter),
+		defragTook: median(s.defragTook), defragReclaimed: median(s.defragReclaimed), defragStall: median(s.defragStall), defragQuiet: median(s.defragQuiet),
+		defragOther: median(s.defragOther), defragRuns: len(s.defragStall), defragClients: s.defragClients,
+	}
 }
 
 func must(err error) {
@@ -539,28 +584,9 @@ func (b *bench) reference(ns string) (ready, restart, learner float64, err error
 		return 0, 0, 0, err
 	}
 	ready = time.Since(start).Seconds()
-
-	start = time.Now()
-	old := &corev1.Pod{}
-	if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: "ref-0"}, old); err != nil {
+	if restart, err = b.refRestart(ns, initial); err != nil {
 		return 0, 0, 0, err
 	}
-	if err := b.c.Delete(b.ctx, old); err != nil {
-		return 0, 0, 0, err
-	}
-	if _, err := b.poll(time.Minute, func() (bool, error) {
-		err := b.c.Get(b.ctx, client.ObjectKeyFromObject(old), &corev1.Pod{})
-		return err != nil, client.IgnoreNotFound(err)
-	}); err != nil {
-		return 0, 0, 0, err
-	}
-	if err := b.c.Create(b.ctx, refPod(ns, "ref-0", initial, "new")); err != nil {
-		return 0, 0, 0, err
-	}
-	if _, err := b.poll(2*time.Minute, b.podReady(ns, "ref-0")); err != nil {
-		return 0, 0, 0, err
-	}
-	restart = time.Since(start).Seconds()
 
 	// Straight to the member's Pod IP: the reference measures etcd, not
 	// how soon kube-proxy follows the recreated Pod.
@@ -580,6 +606,32 @@ func (b *bench) reference(ns string) (ready, restart, learner float64, err error
 	}
 	learner = time.Since(start).Seconds()
 	return ready, restart, learner, nil
+}
+
+// refRestart deletes the reference's Pod and creates it again on its PVC,
+// and returns how long until it was Ready.
+func (b *bench) refRestart(ns, initial string) (float64, error) {
+	start := time.Now()
+	old := &corev1.Pod{}
+	if err := b.c.Get(b.ctx, client.ObjectKey{Namespace: ns, Name: "ref-0"}, old); err != nil {
+		return 0, err
+	}
+	if err := b.c.Delete(b.ctx, old); err != nil {
+		return 0, err
+	}
+	if _, err := b.poll(time.Minute, func() (bool, error) {
+		err := b.c.Get(b.ctx, client.ObjectKeyFromObject(old), &corev1.Pod{})
+		return err != nil, client.IgnoreNotFound(err)
+	}); err != nil {
+		return 0, err
+	}
+	if err := b.c.Create(b.ctx, refPod(ns, "ref-0", initial, "new")); err != nil {
+		return 0, err
+	}
+	if _, err := b.poll(2*time.Minute, b.podReady(ns, "ref-0")); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
 }
 
 // handLearner adds a learner as soon as etcd allows, starts its Pod, and

@@ -73,25 +73,9 @@ func (b *bench) rollingRestart(ns, name string, n int32) (rollResult, error) {
 		if err := b.c.List(b.ctx, members, client.InNamespace(ns), client.MatchingLabels{etcdv1.ClusterLabel: name}); err != nil {
 			return false, err
 		}
-		if res.member == "" {
-			for _, m := range members.Items {
-				if g, ok := gens[m.Name]; ok && m.Generation > g {
-					res.member = m.Name
-					break
-				}
-			}
-		}
-		if res.member == "" {
-			return false, nil
-		}
-		var m *etcdv1.EtcdMember
-		for i := range members.Items {
-			if members.Items[i].Name == res.member {
-				m = &members.Items[i]
-			}
-		}
-		if m == nil {
-			return false, fmt.Errorf("member %s is gone during its restart", res.member)
+		m, err := restartedFirst(members.Items, gens, &res.member)
+		if m == nil || err != nil {
+			return false, err
 		}
 		now := time.Now()
 		if doneAt.IsZero() {
@@ -152,6 +136,33 @@ func (b *bench) watchTLSWaits(ns, name string) (func() int, error) {
 		defer mu.Unlock()
 		return waits
 	}, nil
+}
+
+// restartedFirst is the member the operator restarted first, among
+// members: *first once known, else the first whose generation rose past
+// gens (recorded in *first). Nil while none has been restarted.
+func restartedFirst(members []etcdv1.EtcdMember, gens map[string]int64, first *string) (*etcdv1.EtcdMember, error) {
+	if *first == "" {
+		for _, m := range members {
+			if g, ok := gens[m.Name]; ok && m.Generation > g {
+				*first = m.Name
+				break
+			}
+		}
+	}
+	if *first == "" {
+		return nil, nil
+	}
+	var m *etcdv1.EtcdMember
+	for i := range members {
+		if members[i].Name == *first {
+			m = &members[i]
+		}
+	}
+	if m == nil {
+		return nil, fmt.Errorf("member %s is gone during its restart", *first)
+	}
+	return m, nil
 }
 
 // backAfterRestart says whether m runs again after its restart: a new

@@ -174,27 +174,10 @@ func run(ctx context.Context) error {
 // replica, and measures 1. the time to form the clusters, 2. the heap they
 // cost and 3. the API requests of idle clusters.
 func (r *results) oneReplica(ctx context.Context, cfg *rest.Config) error {
-	scheme, err := newScheme()
+	scheme, c, namespaces, err := r.prepare(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	// The benchmark's own client: its requests are not the operator's.
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
-	namespaces, err := createNamespaces(ctx, c, r.n)
-	if err != nil {
-		return err
-	}
-	// The client learns the kinds it uses on first use: before the
-	// baseline, so that it does not count as the operator's.
-	for _, l := range []client.ObjectList{&etcdv1.EtcdClusterList{}, &etcdv1.EtcdMemberList{}, &corev1.PodList{}} {
-		if err := c.List(ctx, l, client.Limit(1)); err != nil {
-			return err
-		}
-	}
-
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.QPS = -1 // as ctrl.GetConfig gives the operator: no client-side rate limit
 	kube.CountWrites(opCfg)
@@ -211,8 +194,42 @@ func (r *results) oneReplica(ctx context.Context, cfg *rest.Config) error {
 	if err := r.form(ctx, c, namespaces); err != nil {
 		return err
 	}
-
 	// 2. Heap, once the writes that follow Available have ended.
+	if err := r.measureHeap(ctx, count, baseline); err != nil {
+		return err
+	}
+	// 3. Requests of idle clusters.
+	return r.measureIdle(ctx, count)
+}
+
+// prepare makes the benchmark's own client (its requests are not the
+// operator's) and the clusters' namespaces.
+func (r *results) prepare(ctx context.Context, cfg *rest.Config) (*apiruntime.Scheme, client.WithWatch, []string, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	namespaces, err := createNamespaces(ctx, c, r.n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The client learns the kinds it uses on first use: before the
+	// baseline, so that it does not count as the operator's.
+	for _, l := range []client.ObjectList{&etcdv1.EtcdClusterList{}, &etcdv1.EtcdMemberList{}, &corev1.PodList{}} {
+		if err := c.List(ctx, l, client.Limit(1)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return scheme, c, namespaces, nil
+}
+
+// measureHeap waits for the writes that follow Available to end, then
+// records them and the heap the operator holds above baseline.
+func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline heap) error {
 	quiet := waitQuiet(ctx, count, 5*time.Second, time.Minute)
 	formed := count.snapshot()
 	r.formWrites = formed.writes
@@ -226,8 +243,11 @@ func (r *results) oneReplica(ctx context.Context, cfg *rest.Config) error {
 	}
 	fmt.Printf("operator heap: in use %.1f MiB (%.1f KiB per cluster), live %.1f MiB (%.1f KiB per cluster)\n",
 		mib(r.heap.inuse), kib(r.heap.inuse)/float64(r.n), mib(r.heap.live), kib(r.heap.live)/float64(r.n))
+	return nil
+}
 
-	// 3. Requests of idle clusters.
+// measureIdle counts the operator's requests while the clusters are idle.
+func (r *results) measureIdle(ctx context.Context, count *apiCounter) error {
 	before, beforeByRes := count.snapshot(), writesByResource()
 	pause(ctx, r.idle)
 	if ctx.Err() != nil {

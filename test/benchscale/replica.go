@@ -114,12 +114,29 @@ func runReplica(name string, shards int) error {
 	done := make(chan error, 1)
 	go func() { done <- root.Start(ctx) }()
 
+	if err := answerReports(ctx, name, baseline, &started, &inFlight); err != nil {
+		return err
+	}
+	// Stopping releases the Leases, so the next replicas take them at once.
+	cancel()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(replicaLeaseDuration):
+		return errors.New("the managers did not stop in time")
+	}
+}
+
+// answerReports answers each line of standard input with a report of the
+// replica, until the input ends.
+func answerReports(ctx context.Context, name string, baseline heap, started, inFlight *atomic.Int64) error {
 	in := bufio.NewScanner(os.Stdin)
 	enc := json.NewEncoder(os.Stdout)
 	for in.Scan() {
 		h := heapNow().minus(baseline)
 		r := report{Replica: name, Heap: h.inuse, Live: h.live, Reconciles: started.Load(), InFlight: inFlight.Load()}
 		// Counting after the heap: reading the caches copies objects.
+		var err error
 		if r.Shards, err = heldShards(); err != nil {
 			return err
 		}
@@ -131,14 +148,7 @@ func runReplica(name string, shards int) error {
 			return err
 		}
 	}
-	// Stopping releases the Leases, so the next replicas take them at once.
-	cancel()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(replicaLeaseDuration):
-		return errors.New("the managers did not stop in time")
-	}
+	return nil
 }
 
 // heap is what the heap holds once garbage is collected: inuse counts the

@@ -171,19 +171,7 @@ func countOperations(h *History) Counts {
 // else, which is how porcupine models a call that may take effect at any time
 // after it was made. The final read goes after every completed operation.
 func porcupineOperations(h *History, final *FinalState, w *WatchHistory, counts *Counts) []porcupine.Operation {
-	seen := map[string]int64{}
-	watchComplete := false
-	if w != nil {
-		for _, e := range w.Events {
-			if e.Type == EventPut {
-				seen[e.Key+"\x00"+e.Value] = e.ModRevision
-			}
-		}
-		// Absence proves something only if the watch covered every revision
-		// from the traffic's first one to the final read.
-		watchComplete = final != nil && w.FromRevision <= h.StartRevision+1 && w.Progress >= final.Revision
-	}
-
+	seen, watchComplete := watchedPuts(h, final, w)
 	var end int64
 	for _, op := range h.Operations {
 		end = max(end, op.Return)
@@ -232,6 +220,22 @@ func porcupineOperations(h *History, final *FinalState, w *WatchHistory, counts 
 		pending[i].Return = horizon
 	}
 	return append(ops, pending...)
+}
+
+// watchedPuts are the revisions the watch saw each put (key and value) at,
+// and whether the watch covered every revision from the traffic's first one
+// to the final read: only then does a put's absence prove something.
+func watchedPuts(h *History, final *FinalState, w *WatchHistory) (map[string]int64, bool) {
+	seen := map[string]int64{}
+	if w == nil {
+		return seen, false
+	}
+	for _, e := range w.Events {
+		if e.Type == EventPut {
+			seen[e.Key+"\x00"+e.Value] = e.ModRevision
+		}
+	}
+	return seen, final != nil && w.FromRevision <= h.StartRevision+1 && w.Progress >= final.Revision
 }
 
 // findLostWrites checks, without porcupine, that the final read agrees with

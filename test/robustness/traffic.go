@@ -111,6 +111,18 @@ func Run(ctx context.Context, cfg TrafficConfig) (*History, error) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%skey-%03d", cfg.Prefix, i)
 	}
+	for _, w := range runWorkers(ctx, cfg, clients, keys) {
+		h.Operations = append(h.Operations, w.ops...)
+		h.FailedReads += w.failedReads
+		h.RejectedWrites += w.rejectedWrites
+	}
+	slices.SortStableFunc(h.Operations, func(a, b Operation) int { return cmp.Compare(a.Call, b.Call) })
+	return h, nil
+}
+
+// runWorkers runs a worker per client on keys until the run ends, and
+// returns them with what each saw.
+func runWorkers(ctx context.Context, cfg TrafficConfig, clients []*clientv3.Client, keys []string) []*worker {
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	limiter := rate.NewLimiter(rate.Limit(cfg.Rate), 1)
@@ -138,14 +150,7 @@ func Run(ctx context.Context, cfg TrafficConfig) (*History, error) {
 		})
 	}
 	wg.Wait()
-
-	for _, w := range workers {
-		h.Operations = append(h.Operations, w.ops...)
-		h.FailedReads += w.failedReads
-		h.RejectedWrites += w.rejectedWrites
-	}
-	slices.SortStableFunc(h.Operations, func(a, b Operation) int { return cmp.Compare(a.Call, b.Call) })
-	return h, nil
+	return workers
 }
 
 // ReadFinal reads the whole prefix with a linearizable range, retrying for at

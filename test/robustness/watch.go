@@ -178,10 +178,15 @@ wait:
 // relies on the traffic being the only writer (see the package doc), so every
 // revision after h.StartRevision is one of the history's writes.
 func checkWatch(h *History, w *WatchHistory) []string {
+	v := checkWatchOrder(h, w)
+	v = append(v, checkWatchSources(h, w)...)
+	return append(v, checkWatchDelivery(h, w)...)
+}
+
+// checkWatchOrder: revisions only go forward, and none of ours is skipped.
+func checkWatchOrder(h *History, w *WatchHistory) []string {
 	var v []string
 	report := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
-
-	// Order and gaps: revisions only go forward, and none of ours is skipped.
 	expected := max(w.FromRevision, h.StartRevision+1)
 	for i, e := range w.Events {
 		if i > 0 {
@@ -204,17 +209,14 @@ func checkWatch(h *History, w *WatchHistory) []string {
 	if w.Progress >= expected {
 		report("gap: progress reached revision %d but revisions %d to %d were never delivered", w.Progress, expected, w.Progress)
 	}
+	return v
+}
 
-	// Every event comes from a write of the history, at the revision etcd
-	// acknowledged; every acknowledged write the watch got as far as is there.
-	type kr struct {
-		key string
-		rev int64
-	}
-	events := map[kr]WatchEvent{}
-	for _, e := range w.Events {
-		events[kr{e.Key, e.ModRevision}] = e
-	}
+// checkWatchSources: every event after the history's start comes from a
+// write of the history, at the revision etcd acknowledged.
+func checkWatchSources(h *History, w *WatchHistory) []string {
+	var v []string
+	report := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
 	byValue := map[string]Operation{}
 	for _, op := range h.Operations {
 		if op.writesValue() {
@@ -238,18 +240,38 @@ func checkWatch(h *History, w *WatchHistory) []string {
 				report("put %s=%s at revision %d was acknowledged at revision %d", e.Key, e.Value, e.ModRevision, op.Response.Revision)
 			}
 		case EventDelete:
-			explained := false
-			for _, op := range h.Operations {
-				if op.Request.Kind == OpDelete && op.Request.Key == e.Key &&
-					(op.Indeterminate || (op.Acked() && op.Response.Revision == e.ModRevision)) {
-					explained = true
-					break
-				}
-			}
-			if !explained {
+			if !deleteExplained(h, e) {
 				report("delete of %s at revision %d matches no delete operation", e.Key, e.ModRevision)
 			}
 		}
+	}
+	return v
+}
+
+// deleteExplained says whether a delete operation of the history may have
+// made the delete event e.
+func deleteExplained(h *History, e WatchEvent) bool {
+	for _, op := range h.Operations {
+		if op.Request.Kind == OpDelete && op.Request.Key == e.Key &&
+			(op.Indeterminate || (op.Acked() && op.Response.Revision == e.ModRevision)) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkWatchDelivery: every acknowledged write the watch got as far as is
+// among its events, as written.
+func checkWatchDelivery(h *History, w *WatchHistory) []string {
+	var v []string
+	report := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
+	type kr struct {
+		key string
+		rev int64
+	}
+	events := map[kr]WatchEvent{}
+	for _, e := range w.Events {
+		events[kr{e.Key, e.ModRevision}] = e
 	}
 	for _, op := range h.Operations {
 		rev := op.Response.Revision

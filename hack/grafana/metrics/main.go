@@ -204,35 +204,8 @@ func operatorMetrics(ctx context.Context) ([]metric, error) {
 	cfg := &rest.Config{Host: api.URL}
 	kube.CountWrites(cfg)
 
-	// As cmd/raftsman: the replica's manager and SetupShards, then a
-	// shard's manager and Setup (what the shard runner does per shard).
 	so := controllers.DefaultShardOptions()
-	opts := controllers.Options{}
-	opts.Backup.AgentImage = "raftsman:metrics"
-	root, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		MapperProvider:         staticMapper(scheme),
-		Metrics:                metricsserver.Options{BindAddress: "0", SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization},
-		HealthProbeBindAddress: "0",
-		Cache:                  controllers.RootCacheOptions(so),
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := controllers.SetupShards(root, opts, so); err != nil {
-		return nil, err
-	}
-	shardMgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		MapperProvider:         staticMapper(scheme),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := controllers.Setup(shardMgr, opts); err != nil {
+	if err := setupOperator(cfg, scheme, so); err != nil {
 		return nil, err
 	}
 
@@ -250,7 +223,55 @@ func operatorMetrics(ctx context.Context) ([]metric, error) {
 		return nil, fmt.Errorf("write to the fake API server: %w", err)
 	}
 
-	// The shard runner, holding two shards' Leases in a fake clientset.
+	stopRunner, err := holdShards(ctx, so)
+	if err != nil {
+		return nil, err
+	}
+	defer stopRunner()
+
+	// controller-runtime's controller and workqueue metrics: a controller
+	// that fails its first reconcile and succeeds the second.
+	if err := reconcileOnce(ctx); err != nil {
+		return nil, err
+	}
+	return gatherOperator()
+}
+
+// setupOperator registers what cmd/raftsman does: the replica's manager and
+// SetupShards, then a shard's manager and Setup (what the shard runner does
+// per shard).
+func setupOperator(cfg *rest.Config, scheme *runtime.Scheme, so controllers.ShardOptions) error {
+	opts := controllers.Options{}
+	opts.Backup.AgentImage = "raftsman:metrics"
+	root, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		MapperProvider:         staticMapper(scheme),
+		Metrics:                metricsserver.Options{BindAddress: "0", SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization},
+		HealthProbeBindAddress: "0",
+		Cache:                  controllers.RootCacheOptions(so),
+	})
+	if err != nil {
+		return err
+	}
+	if err := controllers.SetupShards(root, opts, so); err != nil {
+		return err
+	}
+	shardMgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		MapperProvider:         staticMapper(scheme),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return err
+	}
+	return controllers.Setup(shardMgr, opts)
+}
+
+// holdShards runs a shard runner that holds two shards' Leases in a fake
+// clientset, until stop is called.
+func holdShards(ctx context.Context, so controllers.ShardOptions) (stop func(), err error) {
 	rctx, stopRunner := context.WithCancel(ctx)
 	runner := &shard.Runner{
 		Client: k8sfake.NewClientset(), Namespace: so.Namespace, Identity: "metrics", Shards: 2,
@@ -260,17 +281,17 @@ func operatorMetrics(ctx context.Context) ([]metric, error) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = runner.Start(rctx) })
-	defer func() { stopRunner(); wg.Wait() }()
+	stop = func() { stopRunner(); wg.Wait() }
 	if err := waitFor(ctx, 30*time.Second, func() bool { return len(runner.Held()) == 2 }); err != nil {
+		stop()
 		return nil, fmt.Errorf("the shard runner took no shard: %w", err)
 	}
+	return stop, nil
+}
 
-	// controller-runtime's controller and workqueue metrics: a controller
-	// that fails its first reconcile and succeeds the second.
-	if err := reconcileOnce(ctx); err != nil {
-		return nil, err
-	}
-
+// gatherOperator gathers the registry, and lists each metric it describes
+// but has no series of from its description.
+func gatherOperator() ([]metric, error) {
 	fams, err := metrics.Registry.Gather()
 	if err != nil {
 		return nil, err
@@ -419,6 +440,9 @@ func describe(reg prometheus.Gatherer) ([]description, error) {
 	return out, errors.Join(errs...)
 }
 
+// etcdMember is one member of the scraped etcd cluster: its name and URLs.
+type etcdMember struct{ name, client, peer, metrics string }
+
 // etcdMetrics starts a three-member etcd cluster, gives it traffic and
 // scrapes every member.
 func etcdMetrics(ctx context.Context, bin string) ([]metric, string, error) {
@@ -427,53 +451,14 @@ func etcdMetrics(ctx context.Context, bin string) ([]metric, string, error) {
 		return nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	type member struct{ name, client, peer, metrics string }
-	var members []member
-	var initial []string
-	for i := range 3 {
-		m := member{name: fmt.Sprintf("m%d", i)}
-		for _, p := range []*string{&m.client, &m.peer, &m.metrics} {
-			port, err := freePort()
-			if err != nil {
-				return nil, "", err
-			}
-			*p = fmt.Sprintf("http://127.0.0.1:%d", port)
-		}
-		members = append(members, m)
-		initial = append(initial, m.name+"="+m.peer)
+	members, err := newEtcdMembers(3)
+	if err != nil {
+		return nil, "", err
 	}
-	var procs []*exec.Cmd
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(syscall.SIGTERM)
-		}
-		for _, p := range procs {
-			exited := make(chan struct{})
-			go func() { _ = p.Wait(); close(exited) }()
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				_ = p.Process.Kill()
-				<-exited
-			}
-		}
-	}()
-	for _, m := range members {
-		logf, err := os.Create(filepath.Join(dir, m.name+".log"))
-		if err != nil {
-			return nil, "", err
-		}
-		defer logf.Close()
-		cmd := exec.Command(bin, "--name", m.name, "--data-dir", filepath.Join(dir, m.name),
-			"--listen-client-urls", m.client, "--advertise-client-urls", m.client,
-			"--listen-peer-urls", m.peer, "--initial-advertise-peer-urls", m.peer,
-			"--listen-metrics-urls", m.metrics,
-			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			return nil, "", err
-		}
-		procs = append(procs, cmd)
+	stop, err := startEtcd(bin, dir, members)
+	defer stop()
+	if err != nil {
+		return nil, "", err
 	}
 
 	var endpoints []string
@@ -489,11 +474,90 @@ func etcdMetrics(ctx context.Context, bin string) ([]metric, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("traffic: %w (logs in %s, removed on exit)", err, dir)
 	}
+	fams, err := scrapeMembers(ctx, members)
+	if err != nil {
+		return nil, "", err
+	}
+	return fromFamilies("etcd", fams), version, nil
+}
 
-	// The peers measure their round trip times every few seconds, and a
-	// histogram with labels has no series before its first observation.
+// newEtcdMembers names n members and gives each free local ports.
+func newEtcdMembers(n int) ([]etcdMember, error) {
+	var members []etcdMember
+	for i := range n {
+		m := etcdMember{name: fmt.Sprintf("m%d", i)}
+		for _, p := range []*string{&m.client, &m.peer, &m.metrics} {
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			*p = fmt.Sprintf("http://127.0.0.1:%d", port)
+		}
+		members = append(members, m)
+	}
+	return members, nil
+}
+
+// startEtcd starts a process per member, its data and log in dir. stop
+// ends the processes started (SIGTERM, then SIGKILL after 10s), even when
+// err is set.
+func startEtcd(bin, dir string, members []etcdMember) (stop func(), err error) {
+	var initial []string
+	for _, m := range members {
+		initial = append(initial, m.name+"="+m.peer)
+	}
+	var procs []*exec.Cmd
+	var logs []*os.File
+	stop = func() {
+		for _, f := range logs {
+			_ = f.Close()
+		}
+		stopProcesses(procs)
+	}
+	for _, m := range members {
+		logf, err := os.Create(filepath.Join(dir, m.name+".log"))
+		if err != nil {
+			return stop, err
+		}
+		logs = append(logs, logf)
+		cmd := exec.Command(bin, "--name", m.name, "--data-dir", filepath.Join(dir, m.name),
+			"--listen-client-urls", m.client, "--advertise-client-urls", m.client,
+			"--listen-peer-urls", m.peer, "--initial-advertise-peer-urls", m.peer,
+			"--listen-metrics-urls", m.metrics,
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new")
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			return stop, err
+		}
+		procs = append(procs, cmd)
+	}
+	return stop, nil
+}
+
+// stopProcesses terminates processes, and kills one that takes more than
+// 10s to exit.
+func stopProcesses(procs []*exec.Cmd) {
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		exited := make(chan struct{})
+		go func() { _ = p.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = p.Process.Kill()
+			<-exited
+		}
+	}
+}
+
+// scrapeMembers scrapes every member once all have their peer round trip
+// times: the peers measure them every few seconds, and a histogram with
+// labels has no series before its first observation.
+func scrapeMembers(ctx context.Context, members []etcdMember) ([]*dto.MetricFamily, error) {
 	var fams map[string]*dto.MetricFamily
-	err = waitFor(ctx, 2*time.Minute, func() bool {
+	err := waitFor(ctx, 2*time.Minute, func() bool {
 		fams = map[string]*dto.MetricFamily{}
 		complete := true
 		for _, m := range members {
@@ -515,13 +579,13 @@ func etcdMetrics(ctx context.Context, bin string) ([]metric, string, error) {
 		return complete
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("no peer round trip times: %w", err)
+		return nil, fmt.Errorf("no peer round trip times: %w", err)
 	}
 	var list []*dto.MetricFamily
 	for _, f := range fams {
 		list = append(list, f)
 	}
-	return fromFamilies("etcd", list), version, nil
+	return list, nil
 }
 
 // traffic waits for the cluster and sends it one request of each kind the
@@ -541,56 +605,73 @@ func traffic(ctx context.Context, cli *clientv3.Client, endpoints []string) (str
 	if err != nil {
 		return "", fmt.Errorf("no leader: %w", err)
 	}
+	// The watch stays open until the last request.
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	watch := cli.Watch(wctx, "grafana/", clientv3.WithPrefix())
+	rev, err := keyTraffic(ctx, cli, cli.Watch(wctx, "grafana/", clientv3.WithPrefix()))
+	if err != nil {
+		return "", err
+	}
+	if err := maintenanceTraffic(ctx, cli, endpoints, rev); err != nil {
+		return "", err
+	}
+	return version, nil
+}
+
+// keyTraffic writes keys (until watch sees them), reads, transacts and
+// deletes, and returns the revision of the last write.
+func keyTraffic(ctx context.Context, cli *clientv3.Client, watch clientv3.WatchChan) (int64, error) {
 	var rev int64
 	for i := range 20 {
 		resp, err := cli.Put(ctx, fmt.Sprintf("grafana/%d", i), strings.Repeat("x", 100))
 		if err != nil {
-			return "", err
+			return 0, err
 		}
 		rev = resp.Header.Revision
 	}
 	<-watch
 	if _, err := cli.Get(ctx, "grafana/", clientv3.WithPrefix()); err != nil {
-		return "", err
+		return 0, err
 	}
 	if _, err := cli.Get(ctx, "grafana/0", clientv3.WithSerializable()); err != nil {
-		return "", err
+		return 0, err
 	}
 	if _, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.Value("grafana/0"), "=", "y")).
 		Then(clientv3.OpPut("grafana/0", "y")).Else(clientv3.OpDelete("grafana/1")).Commit(); err != nil {
-		return "", err
+		return 0, err
 	}
 	if _, err := cli.Delete(ctx, "grafana/2"); err != nil {
-		return "", err
+		return 0, err
 	}
+	return rev, nil
+}
+
+// maintenanceTraffic grants, renews and revokes a lease, compacts to rev,
+// defragments and hashes every member, and lists the members.
+func maintenanceTraffic(ctx context.Context, cli *clientv3.Client, endpoints []string, rev int64) error {
 	lease, err := cli.Grant(ctx, 60)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if _, err := cli.KeepAliveOnce(ctx, lease.ID); err != nil {
-		return "", err
+		return err
 	}
 	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
-		return "", err
+		return err
 	}
 	if _, err := cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
-		return "", err
+		return err
 	}
 	for _, ep := range endpoints {
 		if _, err := cli.Defragment(ctx, ep); err != nil {
-			return "", err
+			return err
 		}
 		if _, err := cli.HashKV(ctx, ep, 0); err != nil {
-			return "", err
+			return err
 		}
 	}
-	if _, err := cli.MemberList(ctx); err != nil {
-		return "", err
-	}
-	return version, nil
+	_, err = cli.MemberList(ctx)
+	return err
 }
 
 // scrape reads a metrics endpoint's text format.

@@ -1,4 +1,4 @@
-package backup
+package data
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	id, _ := c.ObservedID() // unknown counts as not formed: the members say it too
 	if c.Status.Restore != nil && (id != "" || len(s.members) > 0 || meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionRestoreReady)) {
 		f.verified = true
-		return ctrl.Result{}, deletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
+		return ctrl.Result{}, kube.DeletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
 	}
 	src, err := r.restoreSource(ctx, s)
 	if err != nil || src == nil {
@@ -62,7 +62,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", restoreCheckPodName(c), err)
 	}
-	res, ended := podResult(pod)
+	res, ended := agent.PodResult(pod)
 	if !ended {
 		f.failReason, f.failMsg = etcdv1.ReasonVerifyingSnapshot, fmt.Sprintf("Reading the snapshot %s to check its sha256", src.Key)
 		return ctrl.Result{}, nil
@@ -76,7 +76,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 		if age := s.now.Sub(pod.CreationTimestamp.Time); age < recheckAfter {
 			return ctrl.Result{RequeueAfter: recheckAfter - age}, nil
 		}
-		return ctrl.Result{RequeueAfter: time.Second}, deletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
+		return ctrl.Result{RequeueAfter: time.Second}, kube.DeletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
 	}
 	src.URI, src.SHA256, src.Size = res.URI, res.SHA256, res.Size
 	if pvc := src.Destination.PVC; pvc != nil {
@@ -85,7 +85,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	c.Status.Restore = src
 	f.verified = true
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "SnapshotVerified", "Restore", "Snapshot %s has the recorded sha256 %s; the first member is made from it", res.URI, res.SHA256)
-	return ctrl.Result{}, deletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
+	return ctrl.Result{}, kube.DeletePod(ctx, r.Client, c.Namespace, restoreCheckPodName(c))
 }
 
 // restoreSource resolves what the spec names into a destination, key and
@@ -104,11 +104,12 @@ func (r *Reconciler) restoreSource(ctx context.Context, s *scope) (*etcdv1.Resto
 	case err != nil:
 		return nil, fmt.Errorf("get backup %s: %w", spec.BackupName, err)
 	}
-	if !kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation) || b.Status.SHA256 == "" {
+	snap, ok := b.Snapshot()
+	if !ok || snap.SHA256 == "" {
 		f.failReason, f.failMsg = etcdv1.ReasonBackupNotComplete, fmt.Sprintf("EtcdBackup %s is not Complete", b.Name)
 		return nil, nil
 	}
-	return &etcdv1.RestoreStatus{Destination: b.Spec.Destination, Key: b.Status.Key, SHA256: b.Status.SHA256}, nil
+	return &etcdv1.RestoreStatus{Destination: b.Spec.Destination, Key: snap.Key, SHA256: snap.SHA256}, nil
 }
 
 func (r *Reconciler) startCheck(ctx context.Context, s *scope, src *etcdv1.RestoreStatus) error {
@@ -118,8 +119,8 @@ func (r *Reconciler) startCheck(ctx context.Context, s *scope, src *etcdv1.Resto
 		args = append(args, "--sha256="+src.SHA256)
 	}
 	pod := resources.AgentPod(resources.AgentTask{
-		Name: restoreCheckPodName(c), Namespace: c.Namespace, Labels: agentLabels(c), Image: r.Options.AgentImage,
-		Args: args, Destination: src.Destination, Deadline: int64(r.Options.BackupDeadline.Seconds()),
+		Name: restoreCheckPodName(c), Namespace: c.Namespace, Labels: resources.AgentLabels(c), Image: r.Options.AgentImage,
+		Args: args, Destination: src.Destination, Deadline: int64(r.Options.CheckDeadline.Seconds()),
 	})
 	if err := controllerutil.SetControllerReference(c, pod, r.Scheme()); err != nil {
 		return fmt.Errorf("own pod: %w", err)

@@ -1,4 +1,4 @@
-package backup
+package data
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func (r *Reconciler) reconcileSchedule(ctx context.Context, s *scope) (ctrl.Resu
 		if kube.IsTrue(b.Status.Conditions, etcdv1.ConditionComplete, b.Generation) {
 			f.lastSuccess = b
 		}
-		if b.Labels[etcdv1.BackupKindLabel] == "scheduled" && finished(b) {
+		if b.Labels[etcdv1.BackupKindLabel] == "scheduled" && b.Finished() {
 			f.newest = b
 		}
 	}
@@ -135,7 +135,13 @@ func (r *Reconciler) applyRetention(ctx context.Context, s *scope) error {
 		if err := r.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete expired backup %s: %w", name, err)
 		}
-		r.Recorder.Eventf(s.cluster, b, corev1.EventTypeNormal, "BackupExpired", "Retention", "Deleted backup %s and its snapshot %s (retention)", name, b.Status.URI)
+		// The backup controller deletes what a failed run stored too, but
+		// only a complete backup's status is this controller's to read.
+		what := "backup " + name
+		if uri := snapshotURI(b); uri != "" {
+			what += " and its snapshot " + uri
+		}
+		r.Recorder.Eventf(s.cluster, b, corev1.EventTypeNormal, "BackupExpired", "Retention", "Deleted %s (retention)", what)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package backup
+package data
 
 import (
 	"context"
@@ -47,5 +47,32 @@ raftsman_etcdcluster_last_backup_timestamp_seconds{name="kept",namespace="ns"} 1
 	}
 	if n := testutil.CollectAndCount(col); n != 0 {
 		t.Errorf("%d series left after the cluster was deleted", n)
+	}
+}
+
+func TestScheduleInterval(t *testing.T) {
+	t.Parallel()
+	from := time.Date(2025, 3, 1, 10, 0, 30, 0, time.UTC)
+	tests := []struct {
+		expr   string
+		want   time.Duration
+		wantOK bool
+	}{
+		{expr: "* * * * *", want: time.Minute, wantOK: true},
+		{expr: "0 * * * *", want: time.Hour, wantOK: true},
+		{expr: "@daily", want: 24 * time.Hour, wantOK: true},
+		{expr: "@every 6h", want: 6 * time.Hour, wantOK: true},
+		{expr: "not a schedule"},
+		{expr: "61 * * * *"},
+		{expr: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			t.Parallel()
+			got, ok := scheduleInterval(tt.expr, from)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("scheduleInterval(%q) = %v, %v; want %v, %v", tt.expr, got, ok, tt.want, tt.wantOK)
+			}
+		})
 	}
 }
