@@ -54,17 +54,12 @@ func (b *bench) rollingRestart(ns, name string, n int32) (rollResult, error) {
 	if err != nil {
 		return res, err
 	}
-	patch := client.MergeFrom(c.DeepCopy())
-	if c.Spec.PodTemplate.Metadata.Annotations == nil {
-		c.Spec.PodTemplate.Metadata.Annotations = map[string]etcdv1.AnnotationValue{}
-	}
-	c.Spec.PodTemplate.Metadata.Annotations["bench.raftsman.io/roll"] = etcdv1.AnnotationValue(time.Now().UTC().Format(time.RFC3339Nano))
 	tlsWaits, err := b.watchTLSWaits(ns, name)
 	if err != nil {
 		return res, err
 	}
 	start := time.Now()
-	if err := b.c.Patch(b.ctx, c, patch); err != nil {
+	if err := b.roll(c); err != nil {
 		return res, err
 	}
 	var backAt, doneAt time.Time
@@ -103,6 +98,17 @@ func (b *bench) rollingRestart(ns, name string, n int32) (rollResult, error) {
 	res.all = time.Since(start).Seconds()
 	res.tlsWaits = tlsWaits()
 	return res, nil
+}
+
+// roll changes a Pod template annotation of c, which every member's Pod
+// carries.
+func (b *bench) roll(c *etcdv1.EtcdCluster) error {
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Spec.PodTemplate.Metadata.Annotations == nil {
+		c.Spec.PodTemplate.Metadata.Annotations = map[string]etcdv1.AnnotationValue{}
+	}
+	c.Spec.PodTemplate.Metadata.Annotations["bench.raftsman.io/roll"] = etcdv1.AnnotationValue(time.Now().UTC().Format(time.RFC3339Nano))
+	return b.c.Patch(b.ctx, c, patch)
 }
 
 // watchTLSWaits watches the cluster and counts the times its Progressing
