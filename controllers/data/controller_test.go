@@ -222,7 +222,7 @@ func testStorageReady(t *testing.T, c client.Client) {
 		{
 			name: "VolumesMatch", expandable: true, capacity: "2Gi",
 			wantStatus: metav1.ConditionTrue, wantReason: etcdv1.ReasonVolumesMatch,
-			wantMsg: func(string) string { return "All 1 volumes" },
+			wantMsg: func(string) string { return "Every member volume" },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

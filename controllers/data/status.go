@@ -52,7 +52,9 @@ func setStorageReady(s *scope) {
 	case f.grown < f.total:
 		set(false, etcdv1.ReasonExpanding, fmt.Sprintf("%d of %d volumes have %s", f.grown, f.total, f.want.String()))
 	default:
-		set(true, etcdv1.ReasonVolumesMatch, fmt.Sprintf("All %d volumes have at least %s", f.total, f.want.String()))
+		// No count: the message stays the same while members come and go,
+		// which costs no status write each time.
+		set(true, etcdv1.ReasonVolumesMatch, fmt.Sprintf("Every member volume has at least %s", f.want.String()))
 	}
 }
 

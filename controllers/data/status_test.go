@@ -146,12 +146,12 @@ func TestSetStorageReady(t *testing.T) {
 		{
 			name:  "all match",
 			facts: storageFacts{want: tenGi, grown: 3, total: 3},
-			want:  wantCond{status: metav1.ConditionTrue, reason: etcdv1.ReasonVolumesMatch, msg: []string{"All 3 volumes", "10Gi"}},
+			want:  wantCond{status: metav1.ConditionTrue, reason: etcdv1.ReasonVolumesMatch, msg: []string{"Every member volume", "10Gi"}},
 		},
 		{
 			name:  "no volume yet",
 			facts: storageFacts{want: tenGi},
-			want:  wantCond{status: metav1.ConditionTrue, reason: etcdv1.ReasonVolumesMatch, msg: []string{"All 0 volumes"}},
+			want:  wantCond{status: metav1.ConditionTrue, reason: etcdv1.ReasonVolumesMatch, msg: []string{"Every member volume"}},
 		},
 	}
 	for _, tt := range tests {
