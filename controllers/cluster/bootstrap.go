@@ -192,7 +192,7 @@ func (r *Reconciler) bootstrapSnapshot(ctx context.Context, s *scope) (*etcdv1.M
 	case restoring(s.cluster):
 		rs, ok := s.cluster.CheckedRestore()
 		if !ok {
-			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForRestore, "The first member waits for the RestoreReady condition of this generation: the backup controller checks the snapshot first"
+			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForRestore, "The first member waits for the RestoreReady condition of this generation: the data controller checks the snapshot first"
 			return nil, ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 		}
 		return &etcdv1.MemberRestore{Destination: rs.Destination, Key: rs.Key, SHA256: rs.SHA256, AgentImage: r.Options.AgentImage}, ctrl.Result{}, nil

@@ -158,7 +158,7 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 	}
 	if c.Spec.Suspend {
 		// Once True, Suspended stays True while spec.suspend does (the
-		// backup controller restamps it for later generations).
+		// data controller restamps it for later generations).
 		s.suspended = meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1.ConditionSuspended)
 		s.suspending = !s.suspended
 	}

@@ -16,7 +16,7 @@ func restoring(c *etcdv1.EtcdCluster) bool {
 }
 
 // waitForRestore holds the bootstrap of a restored cluster back until the
-// backup controller found the snapshot and checked its sha256: a damaged
+// data controller found the snapshot and checked its sha256: a damaged
 // snapshot starts nothing.
 func (r *Reconciler) waitForRestore(_ context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
@@ -26,7 +26,7 @@ func (r *Reconciler) waitForRestore(_ context.Context, s *scope) (ctrl.Result, e
 	if _, ok := c.CheckedRestore(); ok {
 		return ctrl.Result{}, nil
 	}
-	s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForRestore, "The first member waits for the RestoreReady condition: the backup controller checks the snapshot first"
+	s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForRestore, "The first member waits for the RestoreReady condition: the data controller checks the snapshot first"
 	return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 }
 

@@ -50,7 +50,7 @@ type view struct {
 	// drained member gets no new connections.
 	servingOnly bool
 	// suspending: spec.suspend asks to stop the members; changes under way
-	// end but none starts. suspended: the backup controller said Suspended
+	// end but none starts. suspended: the data controller said Suspended
 	// for this generation, so the members' Pods stop and nothing is done.
 	suspending, suspended bool
 	// defragging names the member whose defragmentation runs beside the
