@@ -176,6 +176,8 @@ func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, ne
 		// Refused at admission when it does not parse; a cluster stored
 		// before the rule is skipped here rather than stopping the rest.
 		if sched, err := schedule.Parse(string(p.Schedule)); err == nil {
+			// Clusters that share a schedule defragment apart.
+			sched = schedule.Spread(sched, s.cluster.Namespace+"/"+s.cluster.Name)
 			var last time.Time
 			if t := s.maintenance().LastScheduleTime; t != nil {
 				last = t.Time

@@ -50,6 +50,8 @@ func (r *Reconciler) reconcileSchedule(ctx context.Context, s *scope) (ctrl.Resu
 		f.invalid = err
 		return ctrl.Result{}, nil
 	}
+	// Clusters that share a schedule start their backups apart.
+	sched = schedule.Spread(sched, c.Namespace+"/"+c.Name)
 	var last time.Time
 	if st := c.Status.Backup; st != nil && st.LastScheduleTime != nil {
 		last = st.LastScheduleTime.Time

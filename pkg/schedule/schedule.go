@@ -8,6 +8,7 @@ package schedule
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -54,6 +55,13 @@ func Parse(expr string) (cron.Schedule, error) {
 // "@every d" schedules are anchored at ref: they fire at ref+d, ref+2d, ...
 // (ref truncated to the second), so each backup restarts the interval.
 func Decide(s cron.Schedule, created, last, now time.Time, startingDeadline time.Duration) (due bool, scheduledAt time.Time, next time.Time) {
+	if sh, ok := s.(Shifted); ok {
+		// Decided on the schedule's own times, with every time moved back
+		// by the offset, then moved forward again.
+		d := sh.Offset
+		due, scheduledAt, next = Decide(sh.Schedule, created.Add(-d), shift(last, -d), now.Add(-d), startingDeadline)
+		return due, shift(scheduledAt, d), shift(next, d)
+	}
 	ref := created
 	if !last.IsZero() {
 		ref = last
@@ -143,4 +151,53 @@ func walk(s cron.Schedule, t, now time.Time) time.Time {
 		}
 		t = n
 	}
+}
+
+// MaxSpread bounds how late Spread shifts a schedule.
+const MaxSpread = 10 * time.Minute
+
+// Shifted is a schedule whose every time comes Offset later than its
+// Schedule's. Decide takes it like any other.
+type Shifted struct {
+	cron.Schedule
+	Offset time.Duration
+}
+
+// Next implements cron.Schedule.
+func (s Shifted) Next(t time.Time) time.Time {
+	return shift(s.Schedule.Next(t.Add(-s.Offset)), s.Offset)
+}
+
+// Spread shifts a cron schedule by an offset of its own for key (a
+// cluster's namespace and name), so that the clusters of a fleet that share
+// a schedule ("0 3 * * *") do not all start at the same second: the offset
+// is a hash of key in whole seconds below a tenth of the time between two
+// runs, and below MaxSpread. It is the same for a key every time, so a
+// cluster's runs stay that far apart. An "@every" schedule is anchored at
+// its cluster's own times already and is not shifted.
+func Spread(s cron.Schedule, key string) cron.Schedule {
+	spec, ok := s.(*cron.SpecSchedule)
+	if !ok {
+		return s
+	}
+	from := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	first := spec.Next(from)
+	if first.IsZero() {
+		return s
+	}
+	window := min(spec.Next(first).Sub(first)/10, MaxSpread)
+	if window < time.Second {
+		return s
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return Shifted{Schedule: s, Offset: time.Duration(h.Sum64()%uint64(window/time.Second)) * time.Second}
+}
+
+// shift moves t by d; the zero time ("never") stays zero.
+func shift(t time.Time, d time.Duration) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(d)
 }

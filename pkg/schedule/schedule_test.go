@@ -419,3 +419,88 @@ func TestSimulateEveryMinute(t *testing.T) {
 		}
 	}
 }
+
+// TestSpread: a cron schedule is shifted by an offset of its own per key,
+// below a tenth of its interval and MaxSpread, the same every time; an
+// "@every" schedule is not; a fleet sharing a schedule is spread out.
+func TestSpread(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		expr   string
+		window time.Duration // 0: not shifted
+	}{
+		{expr: "0 3 * * *", window: MaxSpread},
+		{expr: "@hourly", window: 6 * time.Minute},
+		{expr: "*/5 * * * *", window: 30 * time.Second},
+		{expr: "* * * * *", window: 6 * time.Second},
+		{expr: "@every 1h"},
+	} {
+		t.Run(tt.expr, func(t *testing.T) {
+			t.Parallel()
+			s, err := Parse(tt.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seconds := map[time.Duration]bool{}
+			for i := range 1000 {
+				key := fmt.Sprintf("tenant-%d/etcd", i)
+				got := Spread(s, key)
+				sh, ok := got.(Shifted)
+				if tt.window == 0 {
+					if ok {
+						t.Fatalf("%s shifted by %v, want not shifted", tt.expr, sh.Offset)
+					}
+					return
+				}
+				if !ok || sh.Offset < 0 || sh.Offset >= tt.window || sh.Offset%time.Second != 0 {
+					t.Fatalf("%s for %s: %#v, want a whole-second offset below %v", tt.expr, key, got, tt.window)
+				}
+				if again := Spread(s, key).(Shifted); again.Offset != sh.Offset {
+					t.Fatalf("%s for %s: %v then %v", tt.expr, key, sh.Offset, again.Offset)
+				}
+				seconds[sh.Offset] = true
+			}
+			// 1000 keys over the window's seconds: most seconds are used.
+			if slots := min(int(tt.window/time.Second), 1000); len(seconds) < slots/2 {
+				t.Errorf("%s: 1000 keys on %d of %d seconds", tt.expr, len(seconds), slots)
+			}
+		})
+	}
+}
+
+// TestDecideShifted: a shifted schedule is due at its shifted times, and
+// its last run (stored at its shifted time) counts as such.
+func TestDecideShifted(t *testing.T) {
+	t.Parallel()
+	s, err := Parse("0 3 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const off = 7*time.Minute + 13*time.Second
+	sh := Shifted{Schedule: s, Offset: off}
+	day := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	at := day.Add(3*time.Hour + off)
+	created := day.Add(2 * time.Hour)
+	for _, tt := range []struct {
+		name         string
+		last, now    time.Time
+		due          bool
+		wantAt, next time.Time
+	}{
+		{name: "before the shifted time", now: at.Add(-time.Second), next: at},
+		{name: "at the shifted time", now: at, due: true, wantAt: at, next: at.Add(24 * time.Hour)},
+		{name: "after it, run already", last: at, now: at.Add(time.Hour), next: at.Add(24 * time.Hour)},
+		{name: "missed past the deadline", now: at.Add(2 * time.Hour), wantAt: at, next: at.Add(24 * time.Hour)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			due, gotAt, next := Decide(sh, created, tt.last, tt.now, time.Hour)
+			if due != tt.due || !gotAt.Equal(tt.wantAt) || !next.Equal(tt.next) {
+				t.Errorf("Decide = %t %v %v, want %t %v %v", due, gotAt, next, tt.due, tt.wantAt, tt.next)
+			}
+			if n := sh.Next(tt.now); !n.Equal(tt.next) && tt.last.IsZero() && !tt.due && gotAt.IsZero() {
+				t.Errorf("Next(%v) = %v, want %v", tt.now, n, tt.next)
+			}
+		})
+	}
+}
