@@ -69,12 +69,13 @@ func (f *ClientFactory) Get(_ context.Context, key string, endpoints []string, c
 			if !slices.Equal(c.endpoints, eps) {
 				c.cli.SetEndpoints(eps...)
 				c.endpoints = eps
+				c.keepConns(eps)
 			}
 			return c, nil
 		}
 		// Renewed certificates: connections already open keep working, but
 		// the next ones must present the new certificate.
-		_ = c.cli.Close()
+		c.close()
 		delete(f.clients, key)
 	}
 	tlsConfig, err := creds.TLSConfig()
@@ -85,7 +86,7 @@ func (f *ClientFactory) Get(_ context.Context, key string, endpoints []string, c
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", key, err)
 	}
-	c := &realClient{cli: cli, endpoints: eps, factory: f, creds: sum, tls: tlsConfig}
+	c := &realClient{cli: cli, endpoints: eps, creds: sum}
 	f.clients[key] = c
 	return c, nil
 }
@@ -123,7 +124,7 @@ func (f *ClientFactory) Forget(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c, ok := f.clients[key]; ok {
-		_ = c.cli.Close()
+		c.close()
 		delete(f.clients, key)
 	}
 }
@@ -131,9 +132,51 @@ func (f *ClientFactory) Forget(key string) {
 type realClient struct {
 	cli       *clientv3.Client
 	endpoints []string
-	factory   *ClientFactory
 	creds     [32]byte
-	tls       *tls.Config
+
+	// conns are the connections to single members (Status, Defragment,
+	// MoveLeader), by endpoint, made once: etcd's client dials a new one
+	// for each such call, which cost a TLS handshake per member and health
+	// check. Those of endpoints the cluster no longer has are closed.
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+// member is the maintenance API of one member, on the connection kept for
+// its endpoint.
+func (c *realClient) member(endpoint string) (pb.MaintenanceClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cc, ok := c.conns[endpoint]
+	if !ok {
+		var err error
+		if cc, err = c.cli.Dial(endpoint); err != nil {
+			return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
+		}
+		if c.conns == nil {
+			c.conns = map[string]*grpc.ClientConn{}
+		}
+		c.conns[endpoint] = cc
+	}
+	return pb.NewMaintenanceClient(cc), nil
+}
+
+// keepConns closes the member connections of endpoints not in keep.
+func (c *realClient) keepConns(keep []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ep, cc := range c.conns {
+		if !slices.Contains(keep, ep) {
+			_ = cc.Close()
+			delete(c.conns, ep)
+		}
+	}
+}
+
+// close closes the client and its member connections.
+func (c *realClient) close() {
+	c.keepConns(nil)
+	_ = c.cli.Close()
 }
 
 func (c *realClient) MemberList(ctx context.Context) (uint64, []Member, error) {
@@ -168,18 +211,21 @@ func (c *realClient) MemberRemove(ctx context.Context, id uint64) error {
 }
 
 func (c *realClient) MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error {
-	// MoveLeader must reach the leader itself, so it gets a client of its own.
-	cli, err := clientv3.New(c.factory.config([]string{leaderEndpoint}, c.tls))
+	// MoveLeader must reach the leader itself.
+	m, err := c.member(leaderEndpoint)
 	if err != nil {
-		return fmt.Errorf("etcd client for %s: %w", leaderEndpoint, err)
+		return mapError(err)
 	}
-	defer func() { _ = cli.Close() }()
-	_, err = cli.MoveLeader(ctx, to)
+	_, err = m.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: to})
 	return mapError(err)
 }
 
 func (c *realClient) Status(ctx context.Context, endpoint string) (Status, error) {
-	resp, err := c.cli.Status(ctx, endpoint)
+	m, err := c.member(endpoint)
+	if err != nil {
+		return Status{}, mapError(err)
+	}
+	resp, err := m.Status(ctx, &pb.StatusRequest{})
 	if err != nil {
 		return Status{}, mapError(err)
 	}
@@ -232,7 +278,11 @@ func (c *realClient) Compact(ctx context.Context, rev int64) error {
 }
 
 func (c *realClient) Defragment(ctx context.Context, endpoint string) error {
-	_, err := c.cli.Defragment(ctx, endpoint)
+	m, err := c.member(endpoint)
+	if err != nil {
+		return mapError(err)
+	}
+	_, err = m.Defragment(ctx, &pb.DefragmentRequest{})
 	return mapError(err)
 }
 
