@@ -1,5 +1,6 @@
 // Command raftsman is the Raftsman etcd operator: it parses its flags and
-// runs controllers.Run (or, as "raftsman agent", the backup agent).
+// runs controllers.Run (or, as "raftsman agent", the backup agent; as
+// "raftsman probe", the chart's helm test).
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/raftsman/raftsman/controllers/cluster"
 	"github.com/raftsman/raftsman/controllers/data"
 	"github.com/raftsman/raftsman/controllers/tls"
+	"github.com/raftsman/raftsman/internal/probe"
 	"github.com/raftsman/raftsman/pkg/agent"
 	"github.com/raftsman/raftsman/pkg/kube"
 )
@@ -29,6 +31,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "agent" {
 		// The same binary is the backup agent of backup and restore Pods.
 		os.Exit(agent.Main(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "probe" {
+		// The chart's helm test asks the operator's health endpoints with it.
+		os.Exit(probe.Main(os.Args[2:]))
 	}
 	var (
 		metricsAddr, probeAddr string

@@ -19,9 +19,10 @@ import (
 // object is one Kubernetes object as parsed from YAML.
 type object = map[string]any
 
-// sources are the parsed inputs.
+// sources are the parsed inputs, and the chart's Chart.yaml.
 type sources struct {
 	cluster, namespaced, prometheus, grafana []object
+	chart                                    []byte
 }
 
 // Tokens stand for template actions in the objects: plain words that YAML
@@ -35,6 +36,8 @@ const (
 	tokReplicas    = "xxreplicasxx"
 	tokShards      = "xxshardsxx"
 	tokDashboardNS = "xxdashboardnamespacexx"
+	tokName        = "xxnamexx"
+	tokSA          = "xxserviceaccountxx"
 )
 
 var actions = strings.NewReplacer(
@@ -46,19 +49,32 @@ var actions = strings.NewReplacer(
 	tokReplicas, `{{ $.Values.replicas }}`,
 	tokShards, `{{ $.Values.shards }}`,
 	tokDashboardNS, `{{ $.Values.dashboards.namespace | default $.Release.Namespace }}`,
+	tokName, `{{ include "raftsman.name" $ }}`,
+	tokSA, `{{ include "raftsman.serviceAccountName" $ }}`,
 )
 
 // A block token (xxblockNxx) in a line replaces the whole line by the lines of
 // block N, at the line's indentation.
 var (
 	blockRE = regexp.MustCompile(`xxblock(\d+)xx`)
-	tokenRE = regexp.MustCompile(`xx(block\d+|namespace|fullname|watched|image|pullpolicy|replicas|shards|dashboardnamespace)xx`)
+	tokenRE = regexp.MustCompile(`xx(block\d+|namespace|fullname|watched|image|pullpolicy|replicas|shards|dashboardnamespace|name|serviceaccount)xx`)
 )
+
+// nameLabel is the label config/ selects the operator's Pods by, with the
+// Deployment's name as its value; the chart sets it to its own name
+// (nameOverride) with the other labels of helmLabels.
+const nameLabel = "app.kubernetes.io/name"
+
+// helmLabels are the labels templates/_helpers.tpl's raftsman.labels puts on
+// every object: config/ may set none but nameLabel.
+var helmLabels = []string{nameLabel, "app.kubernetes.io/instance", "app.kubernetes.io/version",
+	"app.kubernetes.io/managed-by", "helm.sh/chart"}
 
 // gen holds what the templates are made from: the operator's namespace and
 // Deployment name in the installs, and the names that become release names.
 type gen struct {
 	opNS, base string
+	sa         string // the operator's service account
 	names      map[string]bool
 	byLength   []string // names, longest first
 	watchFlag  string   // "--watch-namespaces="
@@ -75,6 +91,9 @@ func generate(src *sources) (map[string][]byte, error) {
 	if nameOf(ns) != g.opNS {
 		return nil, fmt.Errorf("the Deployment is in %s, the Namespace is %s", g.opNS, nameOf(ns))
 	}
+	if g.sa, _ = podSpec(dep)["serviceAccountName"].(string); g.sa == "" {
+		return nil, fmt.Errorf("the Deployment names no serviceAccountName")
+	}
 
 	both, clusterOnly, perNS, err := g.compare(rest, src.namespaced)
 	if err != nil {
@@ -83,16 +102,7 @@ func generate(src *sources) (map[string][]byte, error) {
 	g.releaseNames(rest, perNS, src.prometheus, src.grafana)
 
 	files := map[string][]byte{}
-	for _, o := range crds {
-		b, err := marshal(o)
-		if err != nil {
-			return nil, err
-		}
-		if err := addFile(files, "crds/"+nameOf(o)+".yaml", "# "+generatedMarker+" from config/crd (make dist). DO NOT EDIT.\n"+b); err != nil {
-			return nil, err
-		}
-	}
-	items, err := chartItems(src, ns, both, clusterOnly, perNS)
+	items, err := g.chartItems(src, crds, ns, both, clusterOnly, perNS)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +121,10 @@ func generate(src *sources) (map[string][]byte, error) {
 		return nil, err
 	}
 	files["values.yaml"] = values
+	files["values.schema.json"] = []byte(valuesSchema)
+	if files["README.md"], err = g.readme(values, []byte(valuesSchema), src.chart); err != nil {
+		return nil, err
+	}
 	return files, nil
 }
 
@@ -170,15 +184,26 @@ func addFile(files map[string][]byte, path string, text string) error {
 // chartItem is one object of the chart's templates, and how it is wrapped.
 type chartItem struct {
 	prefix, from, cond string // cond wraps the object in {{- if cond }}
+	labels             string // a value whose labels the object gets besides the chart's
 	o                  object
 	each               bool // once per watched namespace
 }
 
 // chartItems are the chart's templated objects, in the order of the files.
-func chartItems(src *sources, ns object, both, clusterOnly, perNS []object) ([]chartItem, error) {
-	items := []chartItem{{from: "config/default", cond: "$.Values.createNamespace", o: ns}}
+// The CRDs are templates rather than files of crds/, which Helm never
+// upgrades: see templateKind.
+func (g *gen) chartItems(src *sources, crds []object, ns object, both, clusterOnly, perNS []object) ([]chartItem, error) {
+	var items []chartItem
+	for _, o := range crds {
+		items = append(items, chartItem{prefix: "crd-", from: "config/crd", cond: "$.Values.crds.enabled", o: o})
+	}
+	items = append(items, chartItem{from: "config/default", cond: "$.Values.createNamespace", labels: "$.Values.namespaceLabels", o: ns})
 	for _, o := range both {
-		items = append(items, chartItem{from: "config/default", o: o})
+		it := chartItem{from: "config/default", o: o}
+		if g.isOperatorSA(o) {
+			it.cond = "$.Values.serviceAccount.create"
+		}
+		items = append(items, it)
 	}
 	for _, o := range clusterOnly {
 		items = append(items, chartItem{from: "config/default", cond: "not $.Values.watchNamespaces", o: o})
@@ -187,25 +212,34 @@ func chartItems(src *sources, ns object, both, clusterOnly, perNS []object) ([]c
 		items = append(items, chartItem{from: "config/namespaced", o: o, each: true})
 	}
 	for _, o := range src.prometheus {
-		cond := "$.Values.prometheus.podMonitors.enabled"
-		if kind(o) == "PrometheusRule" {
-			cond = "$.Values.prometheus.rules.enabled"
+		it := chartItem{prefix: "prometheus-", from: "config/prometheus", cond: "$.Values.prometheus.podMonitors.enabled", o: o}
+		switch kind(o) {
+		case "PrometheusRule":
+			it.cond, it.labels = "$.Values.prometheus.rules.enabled", "$.Values.prometheus.rules.labels"
+		case "PodMonitor":
+			it.labels = "$.Values.prometheus.podMonitors.labels"
 		}
-		items = append(items, chartItem{prefix: "prometheus-", from: "config/prometheus", cond: cond, o: o})
+		items = append(items, it)
 	}
 	for _, o := range src.grafana {
 		if kind(o) != "ConfigMap" {
 			return nil, fmt.Errorf("config/grafana: %s %s: the chart takes only ConfigMaps from there (dashboards.enabled); extend hack/chartgen for other kinds", kind(o), nameOf(o))
 		}
-		items = append(items, chartItem{prefix: "grafana-", from: "config/grafana", cond: "$.Values.dashboards.enabled", o: o})
+		items = append(items, chartItem{prefix: "grafana-", from: "config/grafana", cond: "$.Values.dashboards.enabled", labels: "$.Values.dashboards.labels", o: o})
 	}
 	return items, nil
+}
+
+// isOperatorSA tells the operator's ServiceAccount from others (the
+// metrics reader's).
+func (g *gen) isOperatorSA(o object) bool {
+	return kind(o) == "ServiceAccount" && nameOf(o) == g.sa && namespaceOf(o) == g.opNS
 }
 
 // itemText is the text of an item's template file.
 func (g *gen) itemText(it chartItem) (string, error) {
 	t := &templ{}
-	text, err := g.template(t, it.o, it.prefix == "grafana-", it.each)
+	text, err := g.template(t, it)
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", kind(it.o), nameOf(it.o), err)
 	}
@@ -317,22 +351,32 @@ func (t *templ) block(f func(indent string) []string) string {
 }
 
 // template turns one object into its template text.
-func (g *gen) template(t *templ, o object, dashboard, each bool) (string, error) {
-	o = deepCopy(o)
+func (g *gen) template(t *templ, it chartItem) (string, error) {
+	o := deepCopy(it.o)
 	if src, err := marshal(o); err != nil {
 		return "", err
 	} else if m := tokenRE.FindString(src); m != "" {
 		return "", fmt.Errorf("holds %q, which hack/chartgen uses as a token", m)
 	}
 	md, _ := o["metadata"].(map[string]any)
-	if dashboard && (md["namespace"] == nil || md["namespace"] == g.opNS) {
+	if it.prefix == "grafana-" && (md["namespace"] == nil || md["namespace"] == g.opNS) {
 		md["namespace"] = tokDashboardNS
 	}
-	if each {
+	if it.each {
 		md["namespace"] = tokWatched
 	}
-	g.rewrite(o)
-	if err := g.templateKind(t, o, dashboard); err != nil {
+	// The CRDs are the API: nothing in them names the install's objects.
+	if kind(o) != "CustomResourceDefinition" {
+		if err := g.serviceAccount(t, o); err != nil {
+			return "", err
+		}
+		g.rewrite(o)
+		g.selectors(o, false)
+	}
+	if err := g.templateKind(t, o); err != nil {
+		return "", err
+	}
+	if err := g.labels(t, md, it.labels); err != nil {
 		return "", err
 	}
 	b, err := marshal(o)
@@ -343,18 +387,28 @@ func (g *gen) template(t *templ, o object, dashboard, each bool) (string, error)
 }
 
 // templateKind puts the values into what the object's kind lets them set:
-// a Namespace's labels, the operator's Deployment, a PodMonitor's
-// namespaces, a dashboard's labels.
-func (g *gen) templateKind(t *templ, o object, dashboard bool) error {
+// a CRD's resource policy, a Namespace's labels, the operator's Deployment, a
+// PodMonitor's namespaces.
+func (g *gen) templateKind(t *templ, o object) error {
 	md, _ := o["metadata"].(map[string]any)
-	switch {
-	case kind(o) == "Namespace":
-		md["labels"] = t.block(func(in string) []string {
-			return []string{in + "labels: {{- toYaml $.Values.namespaceLabels | nindent " + strconv.Itoa(len(in)+2) + " }}"}
-		})
-	case kind(o) == "Deployment":
+	switch kind(o) {
+	case "CustomResourceDefinition":
+		// Templates, so that helm upgrade upgrades them (Helm never upgrades
+		// the files of crds/); kept, so that helm uninstall, or an upgrade
+		// to a chart without them, leaves them, and with them every
+		// EtcdCluster.
+		ann, _ := md["annotations"].(map[string]any)
+		if ann == nil {
+			ann = map[string]any{}
+			md["annotations"] = ann
+		}
+		ann["helm.sh/resource-policy"] = "keep"
+	case "Namespace":
+		// Its labels are namespaceLabels, whose defaults are these.
+		delete(md, "labels")
+	case "Deployment":
 		return g.deployment(t, o)
-	case kind(o) == "PodMonitor":
+	case "PodMonitor":
 		spec, _ := o["spec"].(map[string]any)
 		if sel, ok := spec["namespaceSelector"].(map[string]any); ok && reflect.DeepEqual(sel, map[string]any{"any": true}) {
 			// With watched namespaces, only their Pods: a PodMonitor of each
@@ -370,19 +424,102 @@ func (g *gen) templateKind(t *templ, o object, dashboard bool) error {
 				}
 			})
 		}
-	case dashboard:
-		labels, _ := md["labels"].(map[string]any)
-		if labels == nil {
-			labels = map[string]any{}
-			md["labels"] = labels
+	}
+	return nil
+}
+
+// labels puts into md's labels the chart's (raftsman.labels in
+// templates/_helpers.tpl), the object's own, and those of the value extra,
+// when set, which replace own labels of the same key (the schema refuses
+// the chart's keys there). Of the chart's, config/ may set only nameLabel, to
+// the Deployment's name.
+func (g *gen) labels(t *templ, md map[string]any, extra string) error {
+	own, _ := md["labels"].(map[string]any)
+	for _, k := range helmLabels {
+		v, ok := own[k]
+		if !ok {
+			continue
 		}
-		labels[t.block(func(in string) []string {
+		if k != nameLabel || v != g.base {
+			return fmt.Errorf("has the label %s: %v, which the chart sets", k, v)
+		}
+		delete(own, k)
+	}
+	keys := make([]string, 0, len(own))
+	for k := range own {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ownLines []string
+	for _, k := range keys {
+		line, err := marshal(map[string]any{k: own[k]})
+		if err != nil {
+			return err
+		}
+		ownLines = append(ownLines, strings.TrimSuffix(line, "\n"))
+	}
+	md["labels"] = map[string]any{t.block(func(in string) []string {
+		n := strconv.Itoa(len(in))
+		l := []string{in + `{{- include "raftsman.labels" $ | nindent ` + n + " }}"}
+		for i, line := range ownLines {
+			if extra == "" {
+				l = append(l, in+line)
+				continue
+			}
+			l = append(l, in+`{{- if not (hasKey (`+extra+` | default dict) "`+keys[i]+`") }}`, in+line, in+"{{- end }}")
+		}
+		if extra != "" {
+			l = append(l, in+"{{- with "+extra+" }}", in+"{{- toYaml . | nindent "+n+" }}", in+"{{- end }}")
+		}
+		return l
+	}): nil}
+	return nil
+}
+
+// selectors makes the selectors that pick the operator's Pods by nameLabel
+// pick the chart's name (nameOverride) instead of the Deployment's.
+func (g *gen) selectors(v any, in bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, c := range v {
+			if in && k == nameLabel && c == g.base {
+				v[k] = tokName
+				continue
+			}
+			g.selectors(c, in || k == "selector" || k == "matchLabels")
+		}
+	case []any:
+		for _, c := range v {
+			g.selectors(c, in)
+		}
+	}
+}
+
+// serviceAccount makes the operator's ServiceAccount, and the subjects of
+// bindings that name it, follow serviceAccount.name; the account gets the
+// annotations of serviceAccount.annotations. (The Deployment's
+// serviceAccountName: see podTemplate.)
+func (g *gen) serviceAccount(t *templ, o object) error {
+	if g.isOperatorSA(o) {
+		md := o["metadata"].(map[string]any)
+		if _, ok := md["annotations"]; ok {
+			return fmt.Errorf("has annotations; hack/chartgen puts serviceAccount.annotations there")
+		}
+		md["name"] = tokSA
+		md[t.block(func(in string) []string {
 			return []string{
-				in + "{{- with $.Values.dashboards.labels }}",
-				in + "{{- toYaml . | nindent " + strconv.Itoa(len(in)) + " }}",
+				in + "{{- with $.Values.serviceAccount.annotations }}",
+				in + "annotations: {{- toYaml . | nindent " + strconv.Itoa(len(in)+2) + " }}",
 				in + "{{- end }}",
 			}
 		})] = nil
+	}
+	subjects, _ := o["subjects"].([]any)
+	for _, s := range subjects {
+		sub, _ := s.(map[string]any)
+		if sub["kind"] == "ServiceAccount" && sub["name"] == g.sa && sub["namespace"] == g.opNS {
+			sub["name"] = tokSA
+		}
 	}
 	return nil
 }
@@ -445,10 +582,39 @@ func (g *gen) deployment(t *templ, o object) error {
 			in + "{{- end }}",
 		}
 	}))
-	pod := spec["template"].(map[string]any)["spec"].(map[string]any)
+	return g.podTemplate(t, spec["template"].(map[string]any))
+}
+
+// podTemplate puts the values into the operator's Pod template: its labels
+// and annotations, service account and scheduling.
+func (g *gen) podTemplate(t *templ, tmpl map[string]any) error {
+	md, _ := tmpl["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		tmpl["metadata"] = md
+	}
+	if _, ok := md["annotations"]; ok {
+		return fmt.Errorf("its Pod template has annotations; hack/chartgen puts podAnnotations there")
+	}
+	if err := g.labels(t, md, "$.Values.podLabels"); err != nil {
+		return fmt.Errorf("its Pod template %w", err)
+	}
+	md[t.block(func(in string) []string {
+		return []string{
+			in + "{{- with $.Values.podAnnotations }}",
+			in + "annotations: {{- toYaml . | nindent " + strconv.Itoa(len(in)+2) + " }}",
+			in + "{{- end }}",
+		}
+	})] = nil
+	pod := tmpl["spec"].(map[string]any)
+	pod["serviceAccountName"] = tokSA
 	pod[t.block(func(in string) []string {
-		var l []string
-		for _, f := range []string{"imagePullSecrets", "nodeSelector", "tolerations", "affinity"} {
+		l := []string{
+			in + "{{- with $.Values.priorityClassName }}",
+			in + "priorityClassName: {{ . | quote }}",
+			in + "{{- end }}",
+		}
+		for _, f := range []string{"imagePullSecrets", "nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"} {
 			l = append(l,
 				in+"{{- with $.Values."+f+" }}",
 				in+f+": {{- toYaml . | nindent "+strconv.Itoa(len(in)+2)+" }}",
@@ -491,8 +657,11 @@ func (g *gen) nameToken(n string) string { return tokFullname + strings.TrimPref
 
 func (g *gen) fileName(prefix string, o object) string {
 	k := strings.ToLower(kind(o))
-	if k == "namespace" {
+	switch k {
+	case "namespace":
 		return "templates/namespace.yaml"
+	case "customresourcedefinition":
+		return "templates/" + prefix + nameOf(o) + ".yaml"
 	}
 	n := nameOf(o)
 	if g.names[n] {
@@ -601,11 +770,15 @@ func splitImage(ref string) (repo, tag, digest string) {
 	return repo, tag, digest
 }
 
-func container(dep object) (map[string]any, error) {
+func podSpec(dep object) map[string]any {
 	spec, _ := dep["spec"].(map[string]any)
 	tmpl, _ := spec["template"].(map[string]any)
 	pod, _ := tmpl["spec"].(map[string]any)
-	cs, _ := pod["containers"].([]any)
+	return pod
+}
+
+func container(dep object) (map[string]any, error) {
+	cs, _ := podSpec(dep)["containers"].([]any)
 	if len(cs) != 1 {
 		return nil, fmt.Errorf("the Deployment %s has %d containers, want 1", nameOf(dep), len(cs))
 	}

@@ -1,9 +1,12 @@
 // Package chart tests the Helm chart charts/raftsman against the kustomize
 // installs it is generated from (hack/chartgen): rendered with its defaults it
-// is dist/install.yaml, object by object; with watchNamespaces, it is
-// dist/install-namespaced.yaml; its Prometheus objects and dashboards are
-// config/prometheus and config/grafana. The tests need helm (make helm) and
-// skip without it; the comparisons with config/ need kubectl too.
+// is dist/install.yaml, object by object, but for the labels of a Helm release
+// and the CRDs' resource policy (features_test.go tests those); with
+// watchNamespaces, it is dist/install-namespaced.yaml; its Prometheus objects
+// and dashboards are config/prometheus and config/grafana. features_test.go
+// tests what the chart adds: labels, the values' schema, kubeVersion, the
+// helm test, the CRDs' upgrade path, the README. The tests need helm (make
+// helm) and skip without it; the comparisons with config/ need kubectl too.
 package chart
 
 import (
@@ -45,15 +48,7 @@ func tool(t *testing.T, env, name, versionVar, bin string) string {
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	versions, err := os.ReadFile(filepath.Join(root, "hack/cluster/versions.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(versionVar + `=\$\{` + versionVar + `:-([^}]+)\}`).FindSubmatch(versions)
-	if m == nil {
-		t.Fatalf("no %s in hack/cluster/versions.sh", versionVar)
-	}
-	p := filepath.Join(root, "_output/bin", name+"-"+string(m[1]), bin)
+	p := filepath.Join(root, "_output/bin", name+"-"+versionOf(t, versionVar), bin)
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("no %s (%v): make helm builds it, make cluster-build kubectl", bin, err)
 	}
@@ -78,14 +73,64 @@ func run(t *testing.T, bin string, args ...string) []byte {
 	return out
 }
 
-// render runs helm template on the chart with the CRDs.
-func render(t *testing.T, rel, ns string, set ...string) objects {
+// kubeVersion is the Kubernetes of the local cluster (hack/cluster/versions.sh),
+// which helm template is told it renders for: our helm's default, without the
+// Kubernetes version a release build of helm bakes in, is 1.20, which the
+// chart's kubeVersion refuses.
+func kubeVersion(t *testing.T) string {
 	t.Helper()
-	args := []string{"template", rel, chart, "--namespace", ns, "--include-crds"}
+	return versionOf(t, "KUBE_VERSION")
+}
+
+func versionOf(t *testing.T, versionVar string) string {
+	t.Helper()
+	versions, err := os.ReadFile(filepath.Join(root, "hack/cluster/versions.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(versionVar + `=\$\{` + versionVar + `:-([^}]+)\}`).FindSubmatch(versions)
+	if m == nil {
+		t.Fatalf("no %s in hack/cluster/versions.sh", versionVar)
+	}
+	return string(m[1])
+}
+
+// template runs helm template on the chart; its output holds the release's
+// objects and its test hooks.
+func template(t *testing.T, rel, ns string, set ...string) objects {
+	t.Helper()
+	args := []string{"template", rel, chart, "--namespace", ns, "--kube-version", kubeVersion(t)}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
 	return parse(t, run(t, helm(t), args...))
+}
+
+// render is what helm install creates: the objects of helm template less
+// its test hooks (helm test creates those).
+func render(t *testing.T, rel, ns string, set ...string) objects {
+	t.Helper()
+	objs, _ := template(t, rel, ns, set...).hooks()
+	return objs
+}
+
+// hooks splits the objects into the release's and its hooks.
+func (a objects) hooks() (release, hooks objects) {
+	release, hooks = objects{}, objects{}
+	for k, o := range a {
+		if annotations(o)["helm.sh/hook"] != nil {
+			hooks[k] = o
+		} else {
+			release[k] = o
+		}
+	}
+	return release, hooks
+}
+
+func annotations(o object) map[string]any {
+	md, _ := o["metadata"].(map[string]any)
+	a, _ := md["annotations"].(map[string]any)
+	return a
 }
 
 type object = map[string]any
@@ -169,7 +214,54 @@ func (a objects) keys() []string {
 	return ks
 }
 
-// same fails the test unless got and want hold the same objects.
+// The labels the chart puts on every object and Pod (templates/_helpers.tpl).
+var helmLabels = []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+	"app.kubernetes.io/managed-by", "helm.sh/chart"}
+
+// asInstalled is a rendered object less what the chart adds to an object of
+// the kustomize installs, want: the labels of helmLabels that want does not
+// have with the same value (on the object and its Pod template), and the
+// resource policy of a CRD. features_test.go tests those.
+func asInstalled(got, want object) object {
+	b, _ := yaml.Marshal(got)
+	var o object
+	_ = yaml.Unmarshal(b, &o)
+	strip := func(md, wantMD map[string]any) {
+		labels, _ := md["labels"].(map[string]any)
+		wantLabels, _ := wantMD["labels"].(map[string]any)
+		for _, k := range helmLabels {
+			if v, ok := wantLabels[k]; !ok || v != labels[k] {
+				delete(labels, k)
+			}
+		}
+		if labels != nil && len(labels) == 0 {
+			delete(md, "labels")
+		}
+	}
+	strip(o["metadata"].(map[string]any), want["metadata"].(map[string]any))
+	if tmpl := podTemplate(o); tmpl != nil && podTemplate(want) != nil {
+		wantMD, _ := podTemplate(want)["metadata"].(map[string]any)
+		if md, ok := tmpl["metadata"].(map[string]any); ok {
+			strip(md, wantMD)
+		}
+	}
+	if o["kind"] == "CustomResourceDefinition" {
+		if a := annotations(o); a["helm.sh/resource-policy"] == "keep" {
+			delete(a, "helm.sh/resource-policy")
+		}
+	}
+	return o
+}
+
+// podTemplate is a Deployment's spec.template.
+func podTemplate(o object) map[string]any {
+	spec, _ := o["spec"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	return tmpl
+}
+
+// same fails the test unless got and want hold the same objects, but for
+// what the chart adds (asInstalled).
 func same(t *testing.T, what string, got, want objects) {
 	t.Helper()
 	if extra := got.minus(want); len(extra) > 0 {
@@ -179,7 +271,7 @@ func same(t *testing.T, what string, got, want objects) {
 		t.Errorf("%s: the chart does not render %v", what, missing.keys())
 	}
 	for _, k := range got.keys() {
-		if w, ok := want[k]; ok && !reflect.DeepEqual(got[k], w) {
+		if w, ok := want[k]; ok && !reflect.DeepEqual(asInstalled(got[k], w), w) {
 			g, _ := yaml.Marshal(got[k])
 			ww, _ := yaml.Marshal(w)
 			t.Errorf("%s: %s differs\n--- chart\n%s\n--- want\n%s", what, k, g, ww)
@@ -194,7 +286,7 @@ func TestLint(t *testing.T) {
 		{"watchNamespaces={a,b}", "prometheus.podMonitors.enabled=true", "prometheus.rules.enabled=true",
 			"dashboards.enabled=true", "createNamespace=true", "extraArgs={--ca-lifetime=43800h}"},
 	} {
-		args := []string{"lint", "--strict", chart}
+		args := []string{"lint", "--strict", chart, "--kube-version", kubeVersion(t)}
 		for _, s := range set {
 			args = append(args, "--set", s)
 		}
@@ -285,12 +377,14 @@ func TestDashboardsAreConfigGrafana(t *testing.T) {
 }
 
 // TestAnotherReleaseSharesNothing: a release of another name in another
-// namespace names every object after itself, cluster-scoped ones included, so
-// it can run beside dist/install.yaml; every reference follows.
+// namespace names every object after itself (its test Pod too), cluster-scoped
+// ones included, so it can run beside dist/install.yaml; every reference
+// follows. The CRDs are the same, which is why such a release sets
+// crds.enabled=false (TestCRDsAreTemplatesKept).
 func TestAnotherReleaseSharesNothing(t *testing.T) {
 	t.Parallel()
 	const rel, ns, watched = "team-a", "team-a-system", "team-a-etcd"
-	got := render(t, rel, ns, "createNamespace=true", "watchNamespaces={"+watched+"}",
+	got := template(t, rel, ns, "createNamespace=true", "watchNamespaces={"+watched+"}",
 		"prometheus.podMonitors.enabled=true", "prometheus.rules.enabled=true", "dashboards.enabled=true")
 	install := load(t, "dist/install.yaml")
 	for k, o := range got {
@@ -364,11 +458,18 @@ func TestAnotherReleaseSharesNothing(t *testing.T) {
 func TestValues(t *testing.T) {
 	t.Parallel()
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	spread := map[string]any{"maxSkew": float64(1), "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}
+	toleration := map[string]any{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
 	got := render(t, release, namespace,
 		"image.repository=registry.example/raftsman", "image.tag=v1.2.3", "image.digest="+digest, "image.pullPolicy=Always",
 		"replicas=3", "shards=4", "watchNamespaces={a,b}", "extraArgs={--ca-lifetime=43800h}",
 		"resources.limits.memory=1Gi", "imagePullSecrets[0].name=pull", "nodeSelector.disk=ssd",
-		"fullnameOverride=etcd-operator")
+		"fullnameOverride=etcd-operator", "priorityClassName=system-cluster-critical",
+		"podAnnotations.example\\.com/scrape=no", "affinity.nodeAffinity.x=y",
+		"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+		"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+		"tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "tolerations[0].effect=NoSchedule",
+		"serviceAccount.annotations.example\\.com/role=etcd")
 	dep := got["apps/Deployment/"+namespace+"/etcd-operator"]
 	if dep == nil {
 		t.Fatalf("no Deployment etcd-operator in %v", got.keys())
@@ -387,6 +488,12 @@ func TestValues(t *testing.T) {
 		{"pull secrets", pod["imagePullSecrets"], []any{map[string]any{"name": "pull"}}},
 		{"node selector", pod["nodeSelector"], map[string]any{"disk": "ssd"}},
 		{"service account", pod["serviceAccountName"], "etcd-operator"},
+		{"service account's annotations", annotations(got["v1/ServiceAccount/"+namespace+"/etcd-operator"]), map[string]any{"example.com/role": "etcd"}},
+		{"priority class", pod["priorityClassName"], "system-cluster-critical"},
+		{"Pod annotations", annotations(spec["template"].(map[string]any)), map[string]any{"example.com/scrape": "no"}},
+		{"affinity", pod["affinity"], map[string]any{"nodeAffinity": map[string]any{"x": "y"}}},
+		{"topology spread", pod["topologySpreadConstraints"], []any{spread}},
+		{"tolerations", pod["tolerations"], []any{toleration}},
 	} {
 		if !reflect.DeepEqual(check.got, check.want) {
 			t.Errorf("%s: %v, want %v", check.what, check.got, check.want)
@@ -405,6 +512,54 @@ func TestValues(t *testing.T) {
 	}
 	if got["rbac.authorization.k8s.io/ClusterRoleBinding/<nil>/etcd-operator-manager"] != nil {
 		t.Error("a ClusterRoleBinding of the manager role with watchNamespaces set")
+	}
+}
+
+// TestServiceAccount: with serviceAccount.create=false the chart makes no
+// account, and the Deployment and every binding name serviceAccount.name.
+func TestServiceAccount(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		set      []string
+		name     string
+		rendered bool
+	}{
+		{nil, release, true},
+		{[]string{"serviceAccount.name=etcd-admin"}, "etcd-admin", true},
+		{[]string{"serviceAccount.create=false", "serviceAccount.name=etcd-admin"}, "etcd-admin", false},
+	} {
+		for _, watch := range []string{"", "watchNamespaces={a}"} {
+			set := c.set
+			if watch != "" {
+				set = append(slices.Clone(set), watch)
+			}
+			got := render(t, release, namespace, set...)
+			if _, ok := got["v1/ServiceAccount/"+namespace+"/"+c.name]; ok != c.rendered {
+				t.Errorf("%v: ServiceAccount %s rendered %v, want %v", set, c.name, ok, c.rendered)
+			}
+			bindings := 0
+			for k, o := range got {
+				switch o["kind"] {
+				case "Deployment":
+					if sa := podTemplate(o)["spec"].(map[string]any)["serviceAccountName"]; sa != c.name {
+						t.Errorf("%v: %s runs as %v, want %s", set, k, sa, c.name)
+					}
+				case "RoleBinding", "ClusterRoleBinding":
+					for _, s := range anySlice(o["subjects"]) {
+						sub := s.(map[string]any)
+						if sub["kind"] == "ServiceAccount" && sub["namespace"] == namespace && !strings.Contains(fmt.Sprint(sub["name"]), "metrics-reader") {
+							bindings++
+							if sub["name"] != c.name {
+								t.Errorf("%v: %s binds %v, want %s", set, k, sub["name"], c.name)
+							}
+						}
+					}
+				}
+			}
+			if bindings < 3 {
+				t.Errorf("%v: %d bindings of the operator's account, want the manager's, own-namespace's and cluster-scope's", set, bindings)
+			}
+		}
 	}
 }
 

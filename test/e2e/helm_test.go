@@ -46,10 +46,13 @@ func helmBinary(t *testing.T) string {
 }
 
 // TestHelmInstall: charts/raftsman, installed with helm as a release of its
-// own in a namespace of its own and watching only the test's namespace, runs
-// a 3-member cluster to Available, its data written and read back; helm
+// own in a namespace of its own and watching only the test's namespace, passes
+// its helm test (its operator answers through its Service) and runs a
+// 3-member cluster to Available, its data written and read back; helm
 // uninstall then leaves none of the release's objects, cluster-scoped ones
-// included. As in TestNamespacedInstall, the cluster-wide operator of
+// included. The release leaves the CRDs to dist/install.yaml, which installed
+// them (crds.enabled=false): Helm would refuse to take them over, and only
+// one install may own them. As in TestNamespacedInstall, the cluster-wide operator of
 // dist/install.yaml is scaled to 0 meanwhile, so that only the release's
 // operator acts on the test's namespace; the release's cluster-scoped objects
 // carry its name, so they replace none of dist/install.yaml's.
@@ -118,7 +121,7 @@ func TestHelmInstall(t *testing.T) {
 
 			start := time.Now()
 			helm(ctx, "install", rel, filepath.Join(repoRoot, "charts/raftsman"), "--namespace", opNS, "--create-namespace",
-				"--set", "watchNamespaces={"+ns+"}", "--wait", "--timeout", "3m")
+				"--set", "watchNamespaces={"+ns+"}", "--set", "crds.enabled=false", "--wait", "--timeout", "3m")
 			t.Logf("release %s in %s ready %.1fs after helm install, watching %s", rel, opNS, time.Since(start).Seconds(), ns)
 			in := &namespacedInstall{opNS: opNS}
 			p, err := in.operatorPod(ctx, k)
@@ -130,6 +133,17 @@ func TestHelmInstall(t *testing.T) {
 			}
 			if status := helm(ctx, "status", rel, "--namespace", opNS); !strings.Contains(status, "STATUS: deployed") {
 				t.Errorf("helm status:\n%s", status)
+			}
+			// The chart's test Pod runs `raftsman probe` (the operator's image)
+			// against the operator's /readyz and /healthz through its Service;
+			// helm test fails (and helm() with it) unless both answer.
+			start = time.Now()
+			out := helm(ctx, "test", rel, "--namespace", opNS, "--logs", "--timeout", "2m")
+			t.Logf("helm test took %.1fs", time.Since(start).Seconds())
+			for _, want := range []string{"TEST SUITE:     " + fullname + "-test", "Phase:          Succeeded", "/readyz: 200 OK", "/healthz: 200 OK"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("helm test does not say %q:\n%s", want, out)
+				}
 			}
 
 			c := newCluster(ns, "helm", 3)

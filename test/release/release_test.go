@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,6 +51,20 @@ func release(t *testing.T, dir, repo string) map[string][]byte {
 		}
 	}
 	return files
+}
+
+// kubeVersion is the local cluster's Kubernetes (hack/cluster/versions.sh).
+func kubeVersion(t *testing.T) string {
+	t.Helper()
+	versions, err := os.ReadFile(filepath.Join(root, "hack/cluster/versions.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`KUBE_VERSION=\$\{KUBE_VERSION:-([^}]+)\}`).FindSubmatch(versions)
+	if m == nil {
+		t.Fatal("no KUBE_VERSION in hack/cluster/versions.sh")
+	}
+	return string(m[1])
 }
 
 func sha(b []byte) string {
@@ -248,7 +263,10 @@ func TestRelease(t *testing.T) {
 	if err := os.WriteFile(chartPath, files[chart], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(helm, "template", "raftsman", chartPath, "--namespace", "raftsman-system").Output()
+	// The chart's kubeVersion refuses the Kubernetes our helm assumes without
+	// a cluster (1.20): render for the local cluster's.
+	out, err := exec.Command(helm, "template", "raftsman", chartPath, "--namespace", "raftsman-system",
+		"--kube-version", kubeVersion(t)).Output()
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
