@@ -70,11 +70,13 @@ var (
 		"1 for each alarm etcd has raised (type NOSPACE or CORRUPT) and the member it is about, as in the EtcdCluster's status.alarms; no series while there is none.", []string{"namespace", "name", "member", "type"}, nil)
 )
 
-// Labels of the member series: those of the health check call the cluster
-// "cluster", as the size always has; those read from the cluster's status
-// call it "name", as the cluster gauges do.
+// Labels of the member series: the cluster is "name", as in the cluster
+// gauges, so that every series of an EtcdCluster is joined on namespace and
+// name, and "cluster" stays free for the label a fleet's Prometheus adds to
+// tell its Kubernetes clusters apart (a series' own label would win over
+// it).
 var (
-	memberDBLabels     = []string{"namespace", "cluster", "member"}
+	memberDBLabels     = []string{"namespace", "name", "member"}
 	memberDefragLabels = []string{"namespace", "name", "member", "reason"}
 )
 

@@ -89,15 +89,15 @@ func TestMetricsMemberDBSeries(t *testing.T) {
 	want := `
 # HELP raftsman_etcdmember_db_size_bytes Size of an etcd member's database (etcd's dbSize) at the operator's last health check; absent while the cluster does not answer.
 # TYPE raftsman_etcdmember_db_size_bytes gauge
-raftsman_etcdmember_db_size_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 20480
-raftsman_etcdmember_db_size_bytes{cluster="sized",member="sized-b",namespace="dbsize"} 24576
+raftsman_etcdmember_db_size_bytes{member="sized-a",name="sized",namespace="dbsize"} 20480
+raftsman_etcdmember_db_size_bytes{member="sized-b",name="sized",namespace="dbsize"} 24576
 # HELP raftsman_etcdmember_db_size_in_use_bytes Part of an etcd member's database that holds data (etcd's dbSizeInUse) at the operator's last health check; the rest is free pages a defragmentation gives back. Absent while the cluster does not answer.
 # TYPE raftsman_etcdmember_db_size_in_use_bytes gauge
-raftsman_etcdmember_db_size_in_use_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 16384
-raftsman_etcdmember_db_size_in_use_bytes{cluster="sized",member="sized-b",namespace="dbsize"} 8192
+raftsman_etcdmember_db_size_in_use_bytes{member="sized-a",name="sized",namespace="dbsize"} 16384
+raftsman_etcdmember_db_size_in_use_bytes{member="sized-b",name="sized",namespace="dbsize"} 8192
 # HELP raftsman_etcdmember_db_quota_bytes Backend quota of an etcd member (--quota-backend-bytes of its EtcdMember's spec): etcd raises a NOSPACE alarm and takes no writes once the database size reaches it. Reported with the member's database size.
 # TYPE raftsman_etcdmember_db_quota_bytes gauge
-raftsman_etcdmember_db_quota_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 1.048576e+06
+raftsman_etcdmember_db_quota_bytes{member="sized-a",name="sized",namespace="dbsize"} 1.048576e+06
 `
 	names := []string{"raftsman_etcdmember_db_size_bytes", "raftsman_etcdmember_db_size_in_use_bytes", "raftsman_etcdmember_db_quota_bytes"}
 	if err := testutil.CollectAndCompare(clusterCollector{reader: c}, strings.NewReader(want), names...); err != nil {

@@ -463,8 +463,8 @@ func TestAlertsSelect(t *testing.T) {
 	cat := func(groups ...[]series) []series { return slices.Concat(groups...) }
 	// db gives a member's database size and quota, as one health check
 	// reports them; a quota of 0 means the series is absent.
-	db := func(cluster, member string, size, quota float64, extra ...string) []series {
-		labels := fmt.Sprintf(`{namespace="db",cluster=%q,member=%q%s}`, cluster, member, strings.Join(extra, ""))
+	db := func(name, member string, size, quota float64, extra ...string) []series {
+		labels := fmt.Sprintf(`{namespace="db",name=%q,member=%q%s}`, name, member, strings.Join(extra, ""))
 		out := []series{{"raftsman_etcdmember_db_size_bytes" + labels, size}}
 		if quota > 0 {
 			out = append(out, series{"raftsman_etcdmember_db_quota_bytes" + labels, quota})
@@ -480,7 +480,7 @@ func TestAlertsSelect(t *testing.T) {
 	quotaCases := cat(
 		db("c", "c-a", 50, 100), db("c", "c-b", 81, 100), db("c", "c-c", 96, 100),
 		db("d", "d-a", 80, 100), db("d", "d-b", 95, 100), db("d", "d-c", 2<<30, 0),
-		[]series{{`raftsman_etcdmember_db_quota_bytes{namespace="db",cluster="d",member="d-d"}`, 100}},
+		[]series{{`raftsman_etcdmember_db_quota_bytes{namespace="db",name="d",member="d-d"}`, 100}},
 	)
 
 	for _, tc := range []struct {
@@ -675,8 +675,8 @@ func alertExprs(groups *rulefmt.RuleGroups) map[string]string {
 }
 
 // TestDatabaseNearQuotaLabels checks that the description's $value is the
-// share of the quota in use, and that the alert names the cluster in name,
-// as every other alert of an EtcdCluster does.
+// share of the quota in use, and that the alert names the cluster in name
+// and the member in member.
 func TestDatabaseNearQuotaLabels(t *testing.T) {
 	groups, _ := loadRuleGroups(t)
 	for _, sev := range []string{"warning", "critical"} {
@@ -686,14 +686,14 @@ func TestDatabaseNearQuotaLabels(t *testing.T) {
 				t.Fatalf("no alert EtcdDatabaseNearQuota with severity %s", sev)
 			}
 			vec := evalAt(t, expr, time.Unix(1e9, 0), []series{
-				{`raftsman_etcdmember_db_size_bytes{namespace="db",cluster="full",member="full-a"}`, 98},
-				{`raftsman_etcdmember_db_quota_bytes{namespace="db",cluster="full",member="full-a"}`, 100},
+				{`raftsman_etcdmember_db_size_bytes{namespace="db",name="full",member="full-a"}`, 98},
+				{`raftsman_etcdmember_db_quota_bytes{namespace="db",name="full",member="full-a"}`, 100},
 			})
 			if len(vec) != 1 || vec[0].F != 0.98 {
 				t.Fatalf("got %v, want one element with value 0.98", vec)
 			}
-			if got := vec[0].Metric.Get("name"); got != "full" {
-				t.Errorf("label name %q, want the cluster, full", got)
+			if got, member := vec[0].Metric.Get("name"), vec[0].Metric.Get("member"); got != "full" || member != "full-a" {
+				t.Errorf("labels name %q and member %q, want the cluster full and its member full-a", got, member)
 			}
 		})
 	}
