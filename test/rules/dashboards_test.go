@@ -38,7 +38,7 @@ const (
 
 // knownMetric is one metric of metrics.txt.
 type knownMetric struct {
-	sources map[string]bool // etcd, operator, prometheus
+	sources map[string]bool // etcd, etcd-extensive, operator, prometheus
 	types   map[string]bool
 	labels  map[string]bool
 }
@@ -134,7 +134,11 @@ func (s labelSet) without(ls ...string) labelSet {
 // checker checks one PromQL expression against the known metrics.
 type checker struct {
 	known map[string]*knownMetric
-	errs  []string
+	// extensive allows the metrics etcd serves only with
+	// --metrics=extensive: an alert on them stays quiet without it, a
+	// dashboard panel would be empty on a member with etcd's default.
+	extensive bool
+	errs      []string
 }
 
 func (c *checker) errorf(format string, args ...any) {
@@ -170,8 +174,11 @@ func (c *checker) labels(e parser.Expr) labelSet {
 			c.errorf("metric %s is not in %s", name, metricsFile)
 			return nil
 		}
+		if m.sources["etcd-extensive"] && !c.extensive {
+			c.errorf("%s is served only by a member with --metrics=extensive, not by etcd's default (basic)", name)
+		}
 		ls := labelSet(maps.Clone(m.labels)).with(targetLabels...)
-		if m.sources["etcd"] || m.sources["prometheus"] {
+		if m.sources["etcd"] || m.sources["etcd-extensive"] || m.sources["prometheus"] {
 			ls = ls.with(etcdTargetLabels...)
 		}
 		for _, matcher := range n.LabelMatchers {
@@ -682,6 +689,7 @@ func TestBrokenDashboardQueriesAreCaught(t *testing.T) {
 		{"legend of a missing label", `sum by (member) (etcd_server_is_leader)`, "{{namespace}}", "legend names namespace"},
 		{"legend after on()", `etcd_server_is_leader / on (member) etcd_server_has_leader`, "{{namespace}}", "legend names namespace"},
 		{"no metric name", `{namespace="$namespace"}`, "", "selects no metric"},
+		{"a metric of --metrics=extensive", `sum by (member) (rate(grpc_server_handling_seconds_count[5m]))`, "", "--metrics=extensive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := checkQuery(known, vars, tc.query, tc.legend)
@@ -744,7 +752,7 @@ func TestDashboardsEvaluate(t *testing.T) {
 					ls[l] = variant
 				}
 			}
-			if m.sources["etcd"] || m.sources["prometheus"] {
+			if m.sources["etcd"] || m.sources["etcd-extensive"] || m.sources["prometheus"] {
 				for _, member := range []string{"c-bbbbb", "c-ccccc"} {
 					in = append(in, series{promMetric(name, ls, map[string]string{
 						"job": "raftsman-system/raftsman-etcd", "namespace": "db", "pod": member,
