@@ -44,10 +44,11 @@ type knownMetric struct {
 }
 
 // targetLabels are the labels Prometheus adds to every series of a target
-// of the PodMonitors in config/prometheus; etcdTargetLabels the ones the
-// etcd PodMonitor adds by relabelling.
+// of the PodMonitors in config/prometheus, and cluster, which a fleet's
+// Prometheus adds to tell its Kubernetes clusters apart (a series may lack
+// it); etcdTargetLabels the ones the etcd PodMonitor adds by relabelling.
 var (
-	targetLabels     = []string{"job", "instance", "namespace", "pod", "container", "endpoint"}
+	targetLabels     = []string{"job", "instance", "namespace", "pod", "container", "endpoint", "cluster"}
 	etcdTargetLabels = []string{"etcd_cluster", "member"}
 )
 
