@@ -412,6 +412,13 @@ type history struct {
 // operator's target labels where a series has none of its own.
 func evalHistory(t *testing.T, expr string, now time.Time, in []history) promql.Vector {
 	t.Helper()
+	return evalHistoryAt(t, expr, now, now, in)
+}
+
+// evalHistoryAt evaluates expr at a time other than now, the time the
+// series' last values are 15 seconds before.
+func evalHistoryAt(t *testing.T, expr string, now, at time.Time, in []history) promql.Vector {
+	t.Helper()
 	p := newParser()
 	var all []storage.Series
 	for _, h := range in {
@@ -443,7 +450,7 @@ func evalHistory(t *testing.T, expr string, now time.Time, in []history) promql.
 		},
 	}}
 	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 100000, Timeout: 10 * time.Second, LookbackDelta: 5 * time.Minute})
-	qry, err := engine.NewInstantQuery(context.Background(), q, nil, expr, now)
+	qry, err := engine.NewInstantQuery(context.Background(), q, nil, expr, at)
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}
