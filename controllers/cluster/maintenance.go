@@ -109,7 +109,8 @@ func (r *Reconciler) startDefrag(ctx context.Context, s *scope, st *etcdv1.Maint
 	run.StartedAt, run.Since = &metav1.Time{Time: now}, &metav1.Time{Time: now}
 	st.Defrag = run
 	ctrl.LoggerFrom(ctx).Info("Defragmenting members", "reason", run.Reason, "members", run.Pending)
-	r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "DefragStarted", "Defragment", "Defragmenting %s one at a time (%s)", strings.Join(run.Pending, ", "), defragWhy(run.Reason))
+	r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, eventDefragStarted, "Defragment", "Defragmenting %s one at a time (%s)", strings.Join(run.Pending, ", "), defragWhy(run.Reason))
+	countEvent(s.cluster, eventDefragStarted)
 	// The plan is stored (deferred status write) before any member is touched.
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
@@ -384,7 +385,8 @@ func (r *Reconciler) defragment(ctx context.Context, s *scope, run *etcdv1.Defra
 		// Given up on for this run: the member goes back into the client
 		// Service and the run goes on with the next.
 		log.Info("Giving up defragmenting member", "member", m.Name, "error", err.Error())
-		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "DefragFailed", "Defragment", "Defragmenting %s failed %d times (%v); it is skipped in this run", m.Name, run.Attempts, err)
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, eventDefragFailed, "Defragment", "Defragmenting %s failed %d times (%v); it is skipped in this run", m.Name, run.Attempts, err)
+		countEvent(s.cluster, eventDefragFailed)
 		run.Attempts, run.Phase, run.Since = 0, etcdv1.DefragRestoring, &metav1.Time{Time: time.Now()}
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
@@ -412,8 +414,9 @@ func (r *Reconciler) recordDefrag(ctx context.Context, s *scope, run *etcdv1.Def
 	slices.SortFunc(st.Members, func(a, b etcdv1.MemberDefragStatus) int { return strings.Compare(a.Name, b.Name) })
 	cluster := s.cluster
 	s.afterWrite = append(s.afterWrite, func() {
-		r.Recorder.Eventf(cluster, m, corev1.EventTypeNormal, "MemberDefragmented", "Defragment", "Defragmented %s (%s) in %s: database %s -> %s",
+		r.Recorder.Eventf(cluster, m, corev1.EventTypeNormal, eventMemberDefragmented, "Defragment", "Defragmented %s (%s) in %s: database %s -> %s",
 			m.Name, defragWhy(rec.Reason), took.Round(time.Millisecond), etcd.FormatBytes(rec.SizeBefore), etcd.FormatBytes(rec.SizeAfter))
+		countEvent(cluster, eventMemberDefragmented)
 	})
 }
 

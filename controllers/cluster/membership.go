@@ -98,7 +98,8 @@ func (r *Reconciler) moveLeader(ctx context.Context, s *scope, m *etcdv1.EtcdMem
 		return r.notYet(s, err, reason, fmt.Sprintf("move leadership away from %s", m.Name))
 	}
 	observe("move_leader", nil)
-	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership from %s to %s before %s it", m.Name, to.Name, next)
+	r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, eventLeaderMoved, "MoveLeader", "Moved leadership from %s to %s before %s it", m.Name, to.Name, next)
+	countEvent(s.cluster, eventLeaderMoved)
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -70,11 +71,61 @@ var (
 		"1 for each alarm etcd has raised (type NOSPACE or CORRUPT) and the member it is about, as in the EtcdCluster's status.alarms; no series while there is none.", []string{"namespace", "name", "member", "type"}, nil)
 )
 
-// Labels of the member series: those of the health check call the cluster
-// "cluster", as the size always has; those read from the cluster's status
-// call it "name", as the cluster gauges do.
+// The events counted in raftsman_etcdcluster_events_total: the reasons of
+// the Kubernetes events that mark a rollout, a defragmentation or a leader
+// move, which the dashboards show as annotations.
+const (
+	eventMemberUpdated      = "MemberUpdated"
+	eventRolloutStuck       = "RolloutStuck"
+	eventDefragStarted      = "DefragStarted"
+	eventMemberDefragmented = "MemberDefragmented"
+	eventDefragFailed       = "DefragFailed"
+	eventLeaderMoved        = "LeaderMoved"
+)
+
+// countedEvents are the reasons the counter reports, 0 until the first.
+var countedEvents = []string{eventMemberUpdated, eventRolloutStuck, eventDefragStarted, eventMemberDefragmented, eventDefragFailed, eventLeaderMoved}
+
+var clusterEventsDesc = prometheus.NewDesc("raftsman_etcdcluster_events_total",
+	"Events of an EtcdCluster since the operator replica started, by the Kubernetes event's reason: rollouts (MemberUpdated, RolloutStuck), defragmentations (DefragStarted, MemberDefragmented, DefragFailed) and leader moves (LeaderMoved).",
+	[]string{"namespace", "name", "reason"}, nil)
+
+// eventCounts holds the counts of countedEvents by "namespace/name" of the
+// cluster, then reason. Kept apart from the cache so that the collector can
+// report every reason of every cached cluster, 0 before its first event: a
+// counter that appeared with its first event would hide that event from
+// increase() and from the dashboards' annotations.
+var eventCounts = struct {
+	sync.Mutex
+	m map[string]map[string]uint64
+}{m: map[string]map[string]uint64{}}
+
+// countEvent counts an event just recorded for the cluster; reason is one
+// of countedEvents.
+func countEvent(c *etcdv1.EtcdCluster, reason string) {
+	key := c.Namespace + "/" + c.Name
+	eventCounts.Lock()
+	defer eventCounts.Unlock()
+	if eventCounts.m[key] == nil {
+		eventCounts.m[key] = map[string]uint64{}
+	}
+	eventCounts.m[key][reason]++
+}
+
+// forgetEvents drops the counts of a deleted cluster.
+func forgetEvents(key string) {
+	eventCounts.Lock()
+	defer eventCounts.Unlock()
+	delete(eventCounts.m, key)
+}
+
+// Labels of the member series: the cluster is "name", as in the cluster
+// gauges, so that every series of an EtcdCluster is joined on namespace and
+// name, and "cluster" stays free for the label a fleet's Prometheus adds to
+// tell its Kubernetes clusters apart (a series' own label would win over
+// it).
 var (
-	memberDBLabels     = []string{"namespace", "cluster", "member"}
+	memberDBLabels     = []string{"namespace", "name", "member"}
 	memberDefragLabels = []string{"namespace", "name", "member", "reason"}
 )
 
@@ -124,7 +175,7 @@ type clusterCollector struct{ reader client.Reader }
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{clusterConditionDesc, clusterReplicasDesc, clusterReadyDesc, clusterLearnersDesc, clusterHealthyDesc, clusterVotersDesc,
-		memberDBSizeDesc, memberDBSizeInUseDesc, memberDBQuotaDesc, memberLastDefragDesc, memberDefragReclaimedDesc, clusterAlarmDesc} {
+		memberDBSizeDesc, memberDBSizeInUseDesc, memberDBQuotaDesc, memberLastDefragDesc, memberDefragReclaimedDesc, clusterAlarmDesc, clusterEventsDesc} {
 		ch <- d
 	}
 }
@@ -162,6 +213,7 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		collectDBSizes(ch, ec)
 		collectMaintenance(ch, ec)
 		collectAlarms(ch, ec)
+		collectEvents(ch, ec)
 	}
 }
 
@@ -225,5 +277,17 @@ func collectAlarms(ch chan<- prometheus.Metric, ec *etcdv1.EtcdCluster) {
 		}
 		seen[key] = true
 		ch <- prometheus.MustNewConstMetric(clusterAlarmDesc, prometheus.GaugeValue, 1, ec.Namespace, ec.Name, key[0], key[1])
+	}
+}
+
+// collectEvents reports the cluster's event counts, every reason of
+// countedEvents: a bounded set of series per cluster, gone with the cluster
+// from the cache.
+func collectEvents(ch chan<- prometheus.Metric, ec *etcdv1.EtcdCluster) {
+	eventCounts.Lock()
+	counts := maps.Clone(eventCounts.m[ec.Namespace+"/"+ec.Name])
+	eventCounts.Unlock()
+	for _, reason := range countedEvents {
+		ch <- prometheus.MustNewConstMetric(clusterEventsDesc, prometheus.CounterValue, float64(counts[reason]), ec.Namespace, ec.Name, reason)
 	}
 }

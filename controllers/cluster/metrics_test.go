@@ -3,7 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +60,7 @@ raftsman_etcdcluster_members_healthy{name="demo",namespace="collector-ns"} 2
 # HELP raftsman_etcdcluster_voters Voting members of an EtcdCluster; a quorum is voters/2+1 of them.
 # TYPE raftsman_etcdcluster_voters gauge
 raftsman_etcdcluster_voters{name="demo",namespace="collector-ns"} 2
-`
+` + eventsHeader + eventLines("collector-ns", "demo", nil)
 	if err := testutil.CollectAndCompare(col, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
@@ -89,15 +94,15 @@ func TestMetricsMemberDBSeries(t *testing.T) {
 	want := `
 # HELP raftsman_etcdmember_db_size_bytes Size of an etcd member's database (etcd's dbSize) at the operator's last health check; absent while the cluster does not answer.
 # TYPE raftsman_etcdmember_db_size_bytes gauge
-raftsman_etcdmember_db_size_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 20480
-raftsman_etcdmember_db_size_bytes{cluster="sized",member="sized-b",namespace="dbsize"} 24576
+raftsman_etcdmember_db_size_bytes{member="sized-a",name="sized",namespace="dbsize"} 20480
+raftsman_etcdmember_db_size_bytes{member="sized-b",name="sized",namespace="dbsize"} 24576
 # HELP raftsman_etcdmember_db_size_in_use_bytes Part of an etcd member's database that holds data (etcd's dbSizeInUse) at the operator's last health check; the rest is free pages a defragmentation gives back. Absent while the cluster does not answer.
 # TYPE raftsman_etcdmember_db_size_in_use_bytes gauge
-raftsman_etcdmember_db_size_in_use_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 16384
-raftsman_etcdmember_db_size_in_use_bytes{cluster="sized",member="sized-b",namespace="dbsize"} 8192
+raftsman_etcdmember_db_size_in_use_bytes{member="sized-a",name="sized",namespace="dbsize"} 16384
+raftsman_etcdmember_db_size_in_use_bytes{member="sized-b",name="sized",namespace="dbsize"} 8192
 # HELP raftsman_etcdmember_db_quota_bytes Backend quota of an etcd member (--quota-backend-bytes of its EtcdMember's spec): etcd raises a NOSPACE alarm and takes no writes once the database size reaches it. Reported with the member's database size.
 # TYPE raftsman_etcdmember_db_quota_bytes gauge
-raftsman_etcdmember_db_quota_bytes{cluster="sized",member="sized-a",namespace="dbsize"} 1.048576e+06
+raftsman_etcdmember_db_quota_bytes{member="sized-a",name="sized",namespace="dbsize"} 1.048576e+06
 `
 	names := []string{"raftsman_etcdmember_db_size_bytes", "raftsman_etcdmember_db_size_in_use_bytes", "raftsman_etcdmember_db_quota_bytes"}
 	if err := testutil.CollectAndCompare(clusterCollector{reader: c}, strings.NewReader(want), names...); err != nil {
@@ -257,4 +262,178 @@ raftsman_etcdcluster_alarm{member="demo-b",name="demo",namespace="status",type="
 			}
 		})
 	}
+}
+
+const eventsHeader = `
+# HELP raftsman_etcdcluster_events_total Events of an EtcdCluster since the operator replica started, by the Kubernetes event's reason: rollouts (MemberUpdated, RolloutStuck), defragmentations (DefragStarted, MemberDefragmented, DefragFailed) and leader moves (LeaderMoved).
+# TYPE raftsman_etcdcluster_events_total counter
+`
+
+// eventLines is the counter's exposition for one cluster: every counted
+// reason, with its count in want or 0.
+func eventLines(ns, name string, want map[string]int) string {
+	var b strings.Builder
+	for _, reason := range slices.Sorted(slices.Values(countedEvents)) {
+		fmt.Fprintf(&b, "raftsman_etcdcluster_events_total{name=%q,namespace=%q,reason=%q} %d\n", name, ns, reason, want[reason])
+	}
+	return b.String()
+}
+
+// eventCount is what the counter holds for a cluster and reason.
+func eventCount(ns, name, reason string) uint64 {
+	eventCounts.Lock()
+	defer eventCounts.Unlock()
+	return eventCounts.m[ns+"/"+name][reason]
+}
+
+// TestMetricsClusterEvents checks the event counter: every counted reason of
+// every cached cluster from the start (0 before the first event, so that the
+// first one shows in increase()), the counts of each cluster apart, nothing
+// for a cluster that is not cached, and the counts dropped with the cluster.
+func TestMetricsClusterEvents(t *testing.T) {
+	t.Parallel()
+	quiet := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "quiet", Namespace: "events"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}}
+	busy := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: "events"}, Spec: etcdv1.EtcdClusterSpec{Version: "3.6.16"}}
+	elsewhere := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "events"}}
+	t.Cleanup(func() {
+		for _, c := range []*etcdv1.EtcdCluster{quiet, busy, elsewhere} {
+			forgetEvents(c.Namespace + "/" + c.Name)
+		}
+	})
+	for range 3 {
+		countEvent(busy, eventMemberUpdated)
+	}
+	countEvent(busy, eventLeaderMoved)
+	countEvent(busy, eventDefragStarted)
+	countEvent(busy, eventMemberDefragmented)
+	countEvent(busy, eventMemberDefragmented)
+	// Another replica's cluster, or one deleted: counted, not reported.
+	countEvent(elsewhere, eventLeaderMoved)
+
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(quiet, busy).Build()
+	col := clusterCollector{reader: c}
+	want := eventsHeader + eventLines("events", "busy", map[string]int{
+		eventMemberUpdated: 3, eventLeaderMoved: 1, eventDefragStarted: 1, eventMemberDefragmented: 2,
+	}) + eventLines("events", "quiet", nil)
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "raftsman_etcdcluster_events_total"); err != nil {
+		t.Error(err)
+	}
+
+	forgetEvents("events/busy")
+	if got := eventCount("events", "busy", eventMemberUpdated); got != 0 {
+		t.Errorf("%d MemberUpdated events left after forgetEvents, want 0", got)
+	}
+	if got := eventCount("events", "elsewhere", eventLeaderMoved); got != 1 {
+		t.Errorf("%d LeaderMoved events of another cluster, want 1", got)
+	}
+}
+
+// TestCountedEventsAreCounted reads the package's source: every event whose
+// reason raftsman_etcdcluster_events_total counts is recorded with the
+// reason's constant and counted by the statement right after it, so that
+// the counter and the events cannot drift apart.
+func TestCountedEventsAreCounted(t *testing.T) {
+	t.Parallel()
+	counted := map[string]string{}
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parsed []*ast.File
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed = append(parsed, f)
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+				for _, spec := range g.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, id := range vs.Names {
+						if i >= len(vs.Values) {
+							break
+						}
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && slices.Contains(countedEvents, strings.Trim(lit.Value, `"`)) {
+							counted[id.Name] = strings.Trim(lit.Value, `"`)
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(counted) != len(countedEvents) {
+		t.Fatalf("constants %v, want one for each of %v", counted, countedEvents)
+	}
+	seen := map[string]bool{}
+	for _, f := range parsed {
+		ast.Inspect(f, func(n ast.Node) bool {
+			block, ok := n.(*ast.BlockStmt)
+			if !ok {
+				return true
+			}
+			for i, st := range block.List {
+				reason, ok := eventReason(st)
+				if !ok {
+					continue
+				}
+				pos := fset.Position(st.Pos())
+				if lit, ok := reason.(*ast.BasicLit); ok && slices.Contains(countedEvents, strings.Trim(lit.Value, `"`)) {
+					t.Errorf("%s: event %s recorded with a literal: use its constant and countEvent", pos, lit.Value)
+					continue
+				}
+				id, ok := reason.(*ast.Ident)
+				if !ok || counted[id.Name] == "" {
+					continue
+				}
+				seen[id.Name] = true
+				if i+1 == len(block.List) || !countsEvent(block.List[i+1], id.Name) {
+					t.Errorf("%s: event %s is not followed by countEvent(..., %s)", pos, counted[id.Name], id.Name)
+				}
+			}
+			return true
+		})
+	}
+	for name, reason := range counted {
+		if !seen[name] {
+			t.Errorf("no event %s is recorded: drop it from countedEvents", reason)
+		}
+	}
+}
+
+// eventReason is the reason argument of a statement that records an event
+// (Recorder.Eventf).
+func eventReason(st ast.Stmt) (ast.Expr, bool) {
+	es, ok := st.(*ast.ExprStmt)
+	if !ok {
+		return nil, false
+	}
+	call, ok := es.X.(*ast.CallExpr)
+	if !ok {
+		return nil, false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Eventf" || len(call.Args) < 4 {
+		return nil, false
+	}
+	return call.Args[3], true
+}
+
+// countsEvent says whether st is countEvent(..., reason).
+func countsEvent(st ast.Stmt, reason string) bool {
+	es, ok := st.(*ast.ExprStmt)
+	if !ok {
+		return false
+	}
+	call, ok := es.X.(*ast.CallExpr)
+	if !ok || len(call.Args) != 2 {
+		return false
+	}
+	fn, ok := call.Fun.(*ast.Ident)
+	arg, argOK := call.Args[1].(*ast.Ident)
+	return ok && fn.Name == "countEvent" && argOK && arg.Name == reason
 }

@@ -80,6 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.Etcd.Forget(req.String())
 			dbSizes.Delete(req.String())
+			forgetEvents(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

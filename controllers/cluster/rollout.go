@@ -171,7 +171,8 @@ func (r *Reconciler) currentUpdate(ctx context.Context, s *scope, active []*etcd
 		if err := r.finishUpdate(ctx, s, cur); err != nil {
 			return nil, since, err
 		}
-		r.Recorder.Eventf(s.cluster, cur, corev1.EventTypeNormal, "MemberUpdated", "RollingUpdate", "Member %s runs the new spec (version %s) and is healthy and caught up (%d of %d)", cur.Name, cur.Spec.Version, updated, total)
+		r.Recorder.Eventf(s.cluster, cur, corev1.EventTypeNormal, eventMemberUpdated, "RollingUpdate", "Member %s runs the new spec (version %s) and is healthy and caught up (%d of %d)", cur.Name, cur.Spec.Version, updated, total)
+		countEvent(s.cluster, eventMemberUpdated)
 		return nil, since, nil
 	}
 	if cur != nil {
@@ -254,7 +255,8 @@ func (r *Reconciler) checkStuck(s *scope, m *etcdv1.EtcdMember, since time.Time,
 	}
 	s.stuck = fmt.Sprintf("The rolling update stopped at member %s (%d of %d updated): %s. No other member is touched; change the spec (for example set the previous version or image back) to go on", m.Name, updated, total, why)
 	if prev := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionDegraded); prev == nil || prev.Reason != etcdv1.ReasonRolloutStuck {
-		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, "RolloutStuck", "RollingUpdate", "%s", s.stuck)
+		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeWarning, eventRolloutStuck, "RollingUpdate", "%s", s.stuck)
+		countEvent(s.cluster, eventRolloutStuck)
 	}
 	s.progressMsg = s.stuck
 	// A change of the spec wakes the cluster; the requeue notices a member

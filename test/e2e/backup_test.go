@@ -137,7 +137,12 @@ func TestBackups(t *testing.T) {
 			// The operator reports each member's database size from its health checks.
 			waitFor(ctx, t, 2*time.Minute, "the database size of each member on /metrics", func() (bool, error) {
 				out, err := k.operatorMetrics(ctx)
-				n := strings.Count(out, fmt.Sprintf(`raftsman_etcdmember_db_size_bytes{cluster="source",member="source-`))
+				n := 0
+				for _, line := range strings.Split(out, "\n") {
+					if strings.HasPrefix(line, "raftsman_etcdmember_db_size_bytes{") && strings.Contains(line, fmt.Sprintf(`,name="source",namespace=%q}`, ns)) {
+						n++
+					}
+				}
 				return n == 3, fmt.Errorf("%d series (%v)", n, err)
 			})
 			src := getCluster(ctx, t, k, key)

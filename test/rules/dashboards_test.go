@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 )
@@ -38,16 +40,17 @@ const (
 
 // knownMetric is one metric of metrics.txt.
 type knownMetric struct {
-	sources map[string]bool // etcd, operator, prometheus
+	sources map[string]bool // etcd, etcd-extensive, operator, prometheus
 	types   map[string]bool
 	labels  map[string]bool
 }
 
 // targetLabels are the labels Prometheus adds to every series of a target
-// of the PodMonitors in config/prometheus; etcdTargetLabels the ones the
-// etcd PodMonitor adds by relabelling.
+// of the PodMonitors in config/prometheus, and cluster, which a fleet's
+// Prometheus adds to tell its Kubernetes clusters apart (a series may lack
+// it); etcdTargetLabels the ones the etcd PodMonitor adds by relabelling.
 var (
-	targetLabels     = []string{"job", "instance", "namespace", "pod", "container", "endpoint"}
+	targetLabels     = []string{"job", "instance", "namespace", "pod", "container", "endpoint", "cluster"}
 	etcdTargetLabels = []string{"etcd_cluster", "member"}
 )
 
@@ -134,7 +137,11 @@ func (s labelSet) without(ls ...string) labelSet {
 // checker checks one PromQL expression against the known metrics.
 type checker struct {
 	known map[string]*knownMetric
-	errs  []string
+	// extensive allows the metrics etcd serves only with
+	// --metrics=extensive: an alert on them stays quiet without it, a
+	// dashboard panel would be empty on a member with etcd's default.
+	extensive bool
+	errs      []string
 }
 
 func (c *checker) errorf(format string, args ...any) {
@@ -170,8 +177,11 @@ func (c *checker) labels(e parser.Expr) labelSet {
 			c.errorf("metric %s is not in %s", name, metricsFile)
 			return nil
 		}
+		if m.sources["etcd-extensive"] && !c.extensive {
+			c.errorf("%s is served only by a member with --metrics=extensive, not by etcd's default (basic)", name)
+		}
 		ls := labelSet(maps.Clone(m.labels)).with(targetLabels...)
-		if m.sources["etcd"] || m.sources["prometheus"] {
+		if m.sources["etcd"] || m.sources["etcd-extensive"] || m.sources["prometheus"] {
 			ls = ls.with(etcdTargetLabels...)
 		}
 		for _, matcher := range n.LabelMatchers {
@@ -421,17 +431,33 @@ func checkVariableQuery(known map[string]*knownMetric, vars map[string]bool, que
 type dashboardQuery struct {
 	where, expr, legend string
 	variable            bool
+	// annotation is the name of the annotation the query is of, if any.
+	annotation string
+}
+
+// dashboardAnnotation is a Prometheus annotation of a dashboard, with what
+// the tests look at.
+type dashboardAnnotation struct {
+	Name        string `json:"name"`
+	Datasource  struct{ Type, UID string }
+	Expr        string `json:"expr"`
+	Step        string `json:"step"`
+	TitleFormat string `json:"titleFormat"`
+	TextFormat  string `json:"textFormat"`
+	TagKeys     string `json:"tagKeys"`
 }
 
 // dashboard is a dashboard JSON, with what the tests look at.
 type dashboard struct {
-	file    string
-	raw     []byte
-	uid     string
-	title   string
-	vars    map[string]bool
-	queries []dashboardQuery
-	errs    []string
+	file        string
+	raw         []byte
+	uid         string
+	title       string
+	vars        map[string]bool
+	varDefs     []map[string]any
+	queries     []dashboardQuery
+	annotations []dashboardAnnotation
+	errs        []string
 }
 
 func loadDashboards(t *testing.T) []*dashboard {
@@ -457,11 +483,12 @@ func loadDashboards(t *testing.T) []*dashboard {
 func parseDashboard(t *testing.T, file string, raw []byte) *dashboard {
 	t.Helper()
 	var doc struct {
-		UID        string                          `json:"uid"`
-		Title      string                          `json:"title"`
-		ID         any                             `json:"id"`
-		Templating struct{ List []map[string]any } `json:"templating"`
-		Panels     []map[string]any                `json:"panels"`
+		UID         string                               `json:"uid"`
+		Title       string                               `json:"title"`
+		ID          any                                  `json:"id"`
+		Templating  struct{ List []map[string]any }      `json:"templating"`
+		Annotations struct{ List []dashboardAnnotation } `json:"annotations"`
+		Panels      []map[string]any                     `json:"panels"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&doc); err != nil {
@@ -470,6 +497,24 @@ func parseDashboard(t *testing.T, file string, raw []byte) *dashboard {
 	d := &dashboard{file: filepath.Base(file), raw: raw, uid: doc.UID, title: doc.Title, vars: map[string]bool{}}
 	if doc.ID != nil {
 		d.errs = append(d.errs, fmt.Sprintf("id is %v: a provisioned dashboard has none (null)", doc.ID))
+	}
+	d.varDefs = doc.Templating.List
+	for _, a := range doc.Annotations.List {
+		if a.Datasource.Type != "prometheus" {
+			continue
+		}
+		if a.Datasource.UID != "${datasource}" {
+			d.errs = append(d.errs, fmt.Sprintf("annotation %q: data source %v, want the variable ${datasource}", a.Name, a.Datasource.UID))
+		}
+		d.annotations = append(d.annotations, a)
+		// The labels its title, text and tags name must be in the result.
+		legend := a.TitleFormat + a.TextFormat
+		for _, k := range strings.Split(a.TagKeys, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				legend += "{{" + k + "}}"
+			}
+		}
+		d.queries = append(d.queries, dashboardQuery{where: fmt.Sprintf("annotation %q", a.Name), expr: a.Expr, legend: legend, annotation: a.Name})
 	}
 	for _, v := range doc.Templating.List {
 		name, _ := v["name"].(string)
@@ -682,6 +727,7 @@ func TestBrokenDashboardQueriesAreCaught(t *testing.T) {
 		{"legend of a missing label", `sum by (member) (etcd_server_is_leader)`, "{{namespace}}", "legend names namespace"},
 		{"legend after on()", `etcd_server_is_leader / on (member) etcd_server_has_leader`, "{{namespace}}", "legend names namespace"},
 		{"no metric name", `{namespace="$namespace"}`, "", "selects no metric"},
+		{"a metric of --metrics=extensive", `sum by (member) (rate(grpc_server_handling_seconds_count[5m]))`, "", "--metrics=extensive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := checkQuery(known, vars, tc.query, tc.legend)
@@ -716,14 +762,19 @@ func TestBrokenDashboardQueriesAreCaught(t *testing.T) {
 	}
 }
 
-// TestDashboardsEvaluate runs every panel query with Prometheus's engine on
-// series of every known metric, as two etcd members and two operator
-// replicas would export them, to catch what only evaluation finds (a
-// many-to-many match, two series with the same labels after an
-// aggregation).
-func TestDashboardsEvaluate(t *testing.T) {
-	known := loadKnownMetrics(t)
+// dashboardSeries are series of every known metric, as two etcd members
+// and two operator replicas would export them, in the Kubernetes cluster
+// named by the label cluster, or without that label if cluster is "".
+func dashboardSeries(known map[string]*knownMetric, cluster string) []series {
 	var in []series
+	seen := map[string]bool{}
+	add := func(s series) {
+		// A metric without labels of its own has one series per target.
+		if !seen[s.metric] {
+			seen[s.metric] = true
+			in = append(in, s)
+		}
+	}
 	for name, m := range known {
 		var own []string
 		for l := range m.labels {
@@ -736,32 +787,101 @@ func TestDashboardsEvaluate(t *testing.T) {
 				switch l {
 				case "namespace":
 					ls[l] = "db"
-				case "name", "cluster":
+				case "name":
 					ls[l] = "c"
 				case "le":
 					ls[l] = map[string]string{"a": "0.1", "b": "+Inf"}[variant]
+				case "type", "status", "reason", "grpc_type", "grpc_service":
+					// Values the queries select on.
+					ls[l] = sampleValues[l][variant]
 				default:
 					ls[l] = variant
 				}
 			}
-			if m.sources["etcd"] || m.sources["prometheus"] {
+			target := func(t map[string]string) map[string]string {
+				if cluster != "" {
+					t["cluster"] = cluster
+				}
+				return t
+			}
+			if m.sources["etcd"] || m.sources["etcd-extensive"] || m.sources["prometheus"] {
 				for _, member := range []string{"c-bbbbb", "c-ccccc"} {
-					in = append(in, series{promMetric(name, ls, map[string]string{
+					add(series{promMetric(name, ls, target(map[string]string{
 						"job": "raftsman-system/raftsman-etcd", "namespace": "db", "pod": member,
 						"instance": member + ":2381", "etcd_cluster": "c", "member": member,
-					}), 1})
+					})), 1})
 				}
 			}
 			if m.sources["operator"] || m.sources["prometheus"] {
 				for i, pod := range []string{"raftsman-0", "raftsman-1"} {
-					in = append(in, series{promMetric(name, ls, map[string]string{
+					add(series{promMetric(name, ls, target(map[string]string{
 						"pod": pod, "instance": fmt.Sprintf("10.0.0.%d:8443", 10+i),
-					}), 1})
+					})), 1})
 				}
 			}
 		}
 	}
-	values := map[string]string{"namespace": "db", "cluster": "c", "job": "raftsman-system/raftsman-operator", "pod": ".*"}
+	return in
+}
+
+// sampleValues are the values of dashboardSeries' two variants for labels
+// the queries select on.
+var sampleValues = map[string]map[string]string{
+	"type":         {"a": "Available", "b": "Ready"},
+	"status":       {"a": "True", "b": "False"},
+	"reason":       {"a": "MemberUpdated", "b": "LeaderMoved"},
+	"grpc_type":    {"a": "unary", "b": "bidi_stream"},
+	"grpc_service": {"a": "etcdserverpb.KV", "b": "etcdserverpb.Watch"},
+}
+
+// dashboardValues are values of the dashboards' variables for the series
+// of dashboardSeries; cluster is All, as Grafana renders it. The rate
+// interval spans several of the samples of sampleHistory.
+var dashboardValues = map[string]string{"cluster": ".*", "namespace": "db", "etcdcluster": "c", "job": "raftsman-system/raftsman-operator", "pod": ".*",
+	"__rate_interval": "5m", "__interval": "1m"}
+
+// expandVars replaces Grafana's variables in a query with values, and
+// builtin ones with theirs.
+func expandVars(q string, values map[string]string) string {
+	return grafanaVar.ReplaceAllStringFunc(q, func(m string) string {
+		sub := grafanaVar.FindStringSubmatch(m)
+		name := sub[1] + sub[2] + sub[3]
+		if v, ok := values[name]; ok {
+			return v
+		}
+		if v, ok := builtinVars[name]; ok {
+			return v
+		}
+		return m
+	})
+}
+
+// sampleHistory gives each series 6 minutes of values, one a minute: a
+// counter's grow by one a minute, so that a rate has samples to work with,
+// a gauge's stay at 1.
+func sampleHistory(known map[string]*knownMetric, in []series) []history {
+	var out []history
+	for _, s := range in {
+		values := []float64{1, 1, 1, 1, 1, 1}
+		name, _, _ := strings.Cut(s.metric, "{")
+		if m := known[name]; m.types["counter"] || m.types["histogram"] || m.types["summary"] || strings.HasSuffix(name, "_total") {
+			values = []float64{1, 2, 3, 4, 5, 6}
+		}
+		out = append(out, history{s.metric, values})
+	}
+	return out
+}
+
+// TestDashboardsEvaluate runs every panel and annotation query with
+// Prometheus's engine on series of every known metric, to catch what only
+// evaluation finds (a many-to-many match, two series with the same labels
+// after an aggregation): as one Kubernetes cluster exports them, without
+// the label cluster, and as a fleet of two, where a query that drops the
+// label cluster finds duplicates.
+func TestDashboardsEvaluate(t *testing.T) {
+	known := loadKnownMetrics(t)
+	single := dashboardSeries(known, "")
+	fleet := slices.Concat(dashboardSeries(known, "east"), dashboardSeries(known, "west"))
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, d := range loadDashboards(t) {
 		t.Run(d.file, func(t *testing.T) {
@@ -769,20 +889,257 @@ func TestDashboardsEvaluate(t *testing.T) {
 				if q.variable {
 					continue
 				}
-				expr := grafanaVar.ReplaceAllStringFunc(q.expr, func(m string) string {
-					sub := grafanaVar.FindStringSubmatch(m)
-					name := sub[1] + sub[2] + sub[3]
-					if v, ok := builtinVars[name]; ok {
-						return v
-					}
-					if v, ok := values[name]; ok {
-						return v
-					}
-					return m
+				expr := expandVars(q.expr, dashboardValues)
+				t.Run(q.where, func(t *testing.T) {
+					evalAt(t, expr, now, single)
+					evalAt(t, expr, now, fleet)
 				})
-				t.Run(q.where, func(t *testing.T) { evalAt(t, expr, now, in) })
 			}
 		})
+	}
+}
+
+// TestDashboardsFilterByCluster checks the variable cluster of every
+// dashboard and the queries' use of it: every query selects by
+// cluster=~"$cluster"; with All (.*) a query returns what it returns
+// without that matcher on series that have no label cluster (a single
+// Kubernetes cluster's Prometheus); and with one Kubernetes cluster of a
+// fleet chosen, what it returns on that cluster's series alone.
+func TestDashboardsFilterByCluster(t *testing.T) {
+	known := loadKnownMetrics(t)
+	single := sampleHistory(known, dashboardSeries(known, ""))
+	east := sampleHistory(known, dashboardSeries(known, "east"))
+	fleet := slices.Concat(east, sampleHistory(known, dashboardSeries(known, "west")))
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, d := range loadDashboards(t) {
+		t.Run(d.file, func(t *testing.T) {
+			checkClusterVariable(t, d)
+			nonEmpty := 0
+			for _, q := range d.queries {
+				if !q.variable {
+					continue
+				}
+				if q.where == "variable cluster" {
+					continue
+				}
+				sel := q.expr
+				if m := labelValuesQuery.FindStringSubmatch(q.expr); m != nil {
+					sel = m[1]
+				}
+				if err := selectsByCluster(sel); err != nil {
+					t.Errorf("%s: %v", q.where, err)
+				}
+			}
+			for _, q := range d.queries {
+				if q.variable {
+					continue
+				}
+				expr := expandVars(q.expr, dashboardValues)
+				if err := selectsByCluster(q.expr); err != nil {
+					t.Errorf("%s: %v", q.where, err)
+					continue
+				}
+				if err := groupsByCluster(expr); err != nil {
+					t.Errorf("%s: %v", q.where, err)
+				}
+				unfiltered, err := withoutClusterMatchers(expr)
+				if err != nil {
+					t.Fatalf("%s: %v", q.where, err)
+				}
+				all := vectorMap(evalHistory(t, expr, now, single), "")
+				if want := vectorMap(evalHistory(t, unfiltered, now, single), ""); !sameVectors(all, want) {
+					t.Errorf("%s: with All, on series without the label cluster, returns %v; without the matcher %v", q.where, all, want)
+				}
+				if len(all) > 0 {
+					nonEmpty++
+				}
+				values := maps.Clone(dashboardValues)
+				values["cluster"] = "east"
+				got := vectorMap(evalHistory(t, expandVars(q.expr, values), now, fleet), "cluster")
+				if want := vectorMap(evalHistory(t, expr, now, east), "cluster"); !sameVectors(got, want) {
+					t.Errorf("%s: with east chosen in a fleet, returns %v; on east's series alone %v", q.where, got, want)
+				}
+			}
+			// A query that compares the sample values with 0 or with a
+			// time returns nothing, and proves nothing here.
+			if nonEmpty < len(d.queries)*2/3 {
+				t.Errorf("only %d of %d queries return something on the sample series", nonEmpty, len(d.queries))
+			}
+		})
+	}
+}
+
+// checkClusterVariable checks a dashboard's variable cluster: the values
+// of the label cluster, with All rendered as .* so that it also matches a
+// series without the label, before every other query variable, which may
+// then use it.
+func checkClusterVariable(t *testing.T, d *dashboard) {
+	t.Helper()
+	i := slices.IndexFunc(d.varDefs, func(v map[string]any) bool { return v["name"] == "cluster" })
+	if i < 0 {
+		t.Error("no variable cluster")
+		return
+	}
+	v := d.varDefs[i]
+	q, _ := v["definition"].(string)
+	if m := labelValuesQuery.FindStringSubmatch(q); v["type"] != "query" || m == nil || m[2] != "cluster" {
+		t.Errorf("variable cluster is %v %q, want a query label_values(..., cluster)", v["type"], q)
+	}
+	if v["includeAll"] != true || v["allValue"] != ".*" {
+		t.Errorf("variable cluster: includeAll %v, allValue %v; want All rendered as .*, which matches an absent label", v["includeAll"], v["allValue"])
+	}
+	for _, other := range d.varDefs[:i] {
+		if other["type"] == "query" {
+			t.Errorf("variable %v comes before cluster", other["name"])
+		}
+	}
+}
+
+// selectsByCluster says whether every vector selector of a query has the
+// matcher cluster=~"$cluster".
+func selectsByCluster(query string) error {
+	q := strings.ReplaceAll(query, `cluster=~"$cluster"`, `cluster=~"CLUSTER-VARIABLE"`)
+	q, err := substitute(q, map[string]bool{"namespace": true, "etcdcluster": true, "job": true, "pod": true, "cluster": true})
+	if err != nil {
+		return err
+	}
+	expr, err := newParser().ParseExpr(q)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok && !slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool {
+			return m.Name == "cluster" && m.Type == labels.MatchRegexp && m.Value == "CLUSTER-VARIABLE"
+		}) {
+			missing = append(missing, vs.String())
+		}
+		return nil
+	})
+	if len(missing) > 0 {
+		return fmt.Errorf(`%s: no matcher cluster=~"$cluster"`, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// groupsByCluster says whether every aggregation that keeps one object of
+// a Kubernetes cluster apart (an EtcdCluster by namespace and name, a
+// shard) keeps the label cluster too: two Kubernetes clusters of a fleet
+// may have an EtcdCluster of the same namespace and name, and shards of the
+// same number.
+func groupsByCluster(query string) error {
+	expr, err := newParser().ParseExpr(query)
+	if err != nil {
+		return err
+	}
+	var bad []string
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if a, ok := n.(*parser.AggregateExpr); ok && !a.Without && !slices.Contains(a.Grouping, "cluster") &&
+			(slices.Contains(a.Grouping, "name") && slices.Contains(a.Grouping, "namespace") || slices.Contains(a.Grouping, "shard")) {
+			bad = append(bad, fmt.Sprintf("by (%s)", strings.Join(a.Grouping, ", ")))
+		}
+		return nil
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: keep cluster too, or two Kubernetes clusters' objects of the same name are one", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// withoutClusterMatchers is a query without its matchers on cluster.
+func withoutClusterMatchers(query string) (string, error) {
+	expr, err := newParser().ParseExpr(query)
+	if err != nil {
+		return "", err
+	}
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			vs.LabelMatchers = slices.DeleteFunc(vs.LabelMatchers, func(m *labels.Matcher) bool { return m.Name == "cluster" })
+		}
+		return nil
+	})
+	return expr.String(), nil
+}
+
+// vectorMap is a result by its labels without drop.
+func vectorMap(vec promql.Vector, drop string) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range vec {
+		out[labels.NewBuilder(s.Metric).Del(drop).Labels().String()] = s.F
+	}
+	return out
+}
+
+// sameVectors says whether two results are equal, NaN equal to NaN (a
+// quantile of buckets that did not grow).
+func sameVectors(a, b map[string]float64) bool {
+	return maps.EqualFunc(a, b, func(x, y float64) bool { return x == y || math.IsNaN(x) && math.IsNaN(y) })
+}
+
+// annotationReasons are the event reasons each annotation of the
+// dashboards shows, from raftsman_etcdcluster_events_total.
+var annotationReasons = map[string][]string{
+	"Rollouts":         {"MemberUpdated", "RolloutStuck"},
+	"Defragmentations": {"DefragStarted", "DefragFailed", "MemberDefragmented"},
+	"Leader moves":     {"LeaderMoved"},
+}
+
+// TestDashboardAnnotations evaluates each annotation of the operator's
+// events over a few minutes of the counter: an annotation in the minute an
+// event was counted, for the reasons it is about, none before; none for a
+// counter that starts at 0 (a cluster a replica starts to report). The
+// query compares with the value a step before, so its step must be the
+// offset, or events fall between steps.
+func TestDashboardAnnotations(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	found := map[string]bool{}
+	for _, d := range loadDashboards(t) {
+		for _, a := range d.annotations {
+			t.Run(d.file+"/"+a.Name, func(t *testing.T) {
+				want, ok := annotationReasons[a.Name]
+				if !ok {
+					t.Fatalf("annotation %q is not in annotationReasons", a.Name)
+				}
+				found[a.Name] = true
+				if a.Step != "1m" || !strings.Contains(a.Expr, "offset 1m") {
+					t.Errorf("step %q: want 1m, the offset the query compares with", a.Step)
+				}
+				var in []history
+				for _, reason := range []string{"MemberUpdated", "RolloutStuck", "DefragStarted", "MemberDefragmented", "DefragFailed", "LeaderMoved"} {
+					in = append(in,
+						// An event two minutes ago and two in the last minute.
+						history{fmt.Sprintf(`raftsman_etcdcluster_events_total{namespace="db",name="c",reason=%q}`, reason), []float64{0, 0, 1, 1, 3}},
+						// A cluster reported from now on, at 0.
+						history{fmt.Sprintf(`raftsman_etcdcluster_events_total{namespace="db",name="c",reason=%q,pod="raftsman-1",instance="10.0.0.11:8443"}`, reason), []float64{0}},
+					)
+				}
+				expr := expandVars(a.Expr, dashboardValues)
+				var got []string
+				for _, s := range evalHistory(t, expr, now, in) {
+					if s.F != 2 || s.Metric.Get("namespace") != "db" || s.Metric.Get("name") != "c" {
+						t.Errorf("annotation %v = %g, want 2 events of db/c", s.Metric, s.F)
+					}
+					got = append(got, s.Metric.Get("reason"))
+				}
+				slices.Sort(got)
+				if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
+					t.Errorf("annotations for %q, want %q", got, want)
+				}
+				// Two minutes ago: the first event, in the minute before.
+				if got := evalHistoryAt(t, expr, now, now.Add(-2*time.Minute), in); len(got) != len(want) {
+					t.Errorf("two minutes ago: %v, want one annotation for each of %q", got, want)
+				}
+				// Three minutes ago: nothing yet.
+				if got := evalHistoryAt(t, expr, now, now.Add(-3*time.Minute), in); len(got) != 0 {
+					t.Errorf("three minutes ago: %v, want none", got)
+				}
+			})
+		}
+	}
+	for name := range annotationReasons {
+		if !found[name] {
+			t.Errorf("no dashboard has the annotation %q", name)
+		}
 	}
 }
 

@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +55,14 @@ var wantAlerts = map[string][]alertSpec{
 	"EtcdAlarmRaised":            {{"critical", time.Minute}},
 	"RaftsmanShardWithoutHolder": {{"critical", 2 * time.Minute}},
 	"RaftsmanOperatorDown":       {{"critical", 5 * time.Minute}},
+	// etcd's own signs, with the severities and durations of etcd's mixin.
+	"EtcdSlowWALFsync":          {{"warning", 10 * time.Minute}, {"critical", 10 * time.Minute}},
+	"EtcdSlowBackendCommit":     {{"warning", 10 * time.Minute}},
+	"EtcdSlowGRPCRequests":      {{"critical", 10 * time.Minute}},
+	"EtcdFrequentLeaderChanges": {{"warning", 5 * time.Minute}},
+	"EtcdSlowPeerCommunication": {{"warning", 10 * time.Minute}},
+	"EtcdManyFailedProposals":   {{"warning", 15 * time.Minute}},
+	"EtcdDatabaseFillingUp":     {{"warning", 10 * time.Minute}},
 }
 
 type alertSpec struct {
@@ -383,12 +394,37 @@ func matchAll(l labels.Labels, ms []*labels.Matcher) bool {
 // of its own.
 func evalAt(t *testing.T, expr string, now time.Time, in []series) promql.Vector {
 	t.Helper()
+	var hs []history
+	for _, s := range in {
+		hs = append(hs, history{s.metric, []float64{s.value}})
+	}
+	return evalHistory(t, expr, now, hs)
+}
+
+// history is a series with its values over time: one a minute, the last
+// 15 seconds before the evaluation.
+type history struct {
+	metric string
+	values []float64
+}
+
+// evalHistory evaluates expr at now over the given series, with the
+// operator's target labels where a series has none of its own.
+func evalHistory(t *testing.T, expr string, now time.Time, in []history) promql.Vector {
+	t.Helper()
+	return evalHistoryAt(t, expr, now, now, in)
+}
+
+// evalHistoryAt evaluates expr at a time other than now, the time the
+// series' last values are 15 seconds before.
+func evalHistoryAt(t *testing.T, expr string, now, at time.Time, in []history) promql.Vector {
+	t.Helper()
 	p := newParser()
 	var all []storage.Series
-	for _, s := range in {
-		lset, err := p.ParseMetric(s.metric)
+	for _, h := range in {
+		lset, err := p.ParseMetric(h.metric)
 		if err != nil {
-			t.Fatalf("series %s: %v", s.metric, err)
+			t.Fatalf("series %s: %v", h.metric, err)
 		}
 		b := labels.NewBuilder(lset)
 		for k, v := range operatorTarget {
@@ -396,8 +432,13 @@ func evalAt(t *testing.T, expr string, now time.Time, in []series) promql.Vector
 				b.Set(k, v)
 			}
 		}
-		ts := now.Add(-15 * time.Second).UnixMilli()
-		all = append(all, storage.NewListSeries(b.Labels(), []chunks.Sample{fsample{ts, s.value}}))
+		var samples []chunks.Sample
+		last := now.Add(-15 * time.Second)
+		for i, v := range h.values {
+			ts := last.Add(-time.Duration(len(h.values)-1-i) * time.Minute).UnixMilli()
+			samples = append(samples, fsample{ts, v})
+		}
+		all = append(all, storage.NewListSeries(b.Labels(), samples))
 	}
 	q := &storage.MockQueryable{MockQuerier: &storage.MockQuerier{
 		SelectMockFunction: func(sortSeries bool, _ *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
@@ -408,8 +449,8 @@ func evalAt(t *testing.T, expr string, now time.Time, in []series) promql.Vector
 			return set
 		},
 	}}
-	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 10000, Timeout: 10 * time.Second, LookbackDelta: 5 * time.Minute})
-	qry, err := engine.NewInstantQuery(context.Background(), q, nil, expr, now)
+	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 100000, Timeout: 10 * time.Second, LookbackDelta: 5 * time.Minute})
+	qry, err := engine.NewInstantQuery(context.Background(), q, nil, expr, at)
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}
@@ -422,21 +463,34 @@ func evalAt(t *testing.T, expr string, now time.Time, in []series) promql.Vector
 }
 
 // firing names what each element of an alert's result is about: the
-// EtcdCluster (namespace/name, and /member for a member's alert), else the
-// shard, else all its labels.
+// EtcdCluster (namespace/name, and /member for a member's alert, with the
+// gRPC method or the peer it is about), else the shard, else all its
+// labels; prefixed with the Kubernetes cluster (label cluster) if any.
 func firing(vec promql.Vector) []string {
 	var out []string
 	for _, s := range vec {
+		m := s.Metric
+		var what string
 		switch {
-		case s.Metric.Has("member"):
-			out = append(out, s.Metric.Get("namespace")+"/"+s.Metric.Get("name")+"/"+s.Metric.Get("member"))
-		case s.Metric.Has("name"):
-			out = append(out, s.Metric.Get("namespace")+"/"+s.Metric.Get("name"))
-		case s.Metric.Has("shard"):
-			out = append(out, "shard "+s.Metric.Get("shard"))
+		case m.Has("member"):
+			what = m.Get("namespace") + "/" + m.Get("name") + "/" + m.Get("member")
+		case m.Has("name"):
+			what = m.Get("namespace") + "/" + m.Get("name")
+		case m.Has("shard"):
+			what = "shard " + m.Get("shard")
 		default:
-			out = append(out, s.Metric.String())
+			what = labels.NewBuilder(m).Del("cluster").Labels().String()
 		}
+		if m.Has("grpc_method") {
+			what += " " + m.Get("grpc_method")
+		}
+		if m.Has("To") {
+			what += " to " + m.Get("To")
+		}
+		if m.Has("cluster") {
+			what = m.Get("cluster") + ":" + what
+		}
+		out = append(out, what)
 	}
 	slices.Sort(out)
 	return out
@@ -463,8 +517,8 @@ func TestAlertsSelect(t *testing.T) {
 	cat := func(groups ...[]series) []series { return slices.Concat(groups...) }
 	// db gives a member's database size and quota, as one health check
 	// reports them; a quota of 0 means the series is absent.
-	db := func(cluster, member string, size, quota float64, extra ...string) []series {
-		labels := fmt.Sprintf(`{namespace="db",cluster=%q,member=%q%s}`, cluster, member, strings.Join(extra, ""))
+	db := func(name, member string, size, quota float64, extra ...string) []series {
+		labels := fmt.Sprintf(`{namespace="db",name=%q,member=%q%s}`, name, member, strings.Join(extra, ""))
 		out := []series{{"raftsman_etcdmember_db_size_bytes" + labels, size}}
 		if quota > 0 {
 			out = append(out, series{"raftsman_etcdmember_db_quota_bytes" + labels, quota})
@@ -480,7 +534,7 @@ func TestAlertsSelect(t *testing.T) {
 	quotaCases := cat(
 		db("c", "c-a", 50, 100), db("c", "c-b", 81, 100), db("c", "c-c", 96, 100),
 		db("d", "d-a", 80, 100), db("d", "d-b", 95, 100), db("d", "d-c", 2<<30, 0),
-		[]series{{`raftsman_etcdmember_db_quota_bytes{namespace="db",cluster="d",member="d-d"}`, 100}},
+		[]series{{`raftsman_etcdmember_db_quota_bytes{namespace="db",name="d",member="d-d"}`, 100}},
 	)
 
 	for _, tc := range []struct {
@@ -488,6 +542,9 @@ func TestAlertsSelect(t *testing.T) {
 		alert string
 		in    []series
 		want  []string
+		// fleet is what fires when the same series come from two
+		// Kubernetes clusters, east and west; nil: want in each.
+		fleet []string
 	}{{
 		name:  "lost quorum fires, available does not",
 		alert: "EtcdClusterNotAvailable",
@@ -612,11 +669,32 @@ func TestAlertsSelect(t *testing.T) {
 		alert: "RaftsmanOperatorDown",
 		in:    []series{{`up`, 0}},
 		want:  []string{"{}"},
+		// absent() speaks for the fleet, the second part for each cluster.
+		fleet: []string{"east:{}", "west:{}", "{}"},
 	}, {
 		name:  "only etcd members scraped",
 		alert: "RaftsmanOperatorDown",
 		in:    []series{{`up{job="raftsman-system/raftsman-etcd",namespace="db",pod="sample-0"}`, 1}},
 		want:  []string{"{}"},
+		fleet: []string{"east:{}", "west:{}", "{}"},
+	}, {
+		name:  "the operator of one Kubernetes cluster down",
+		alert: "RaftsmanOperatorDown",
+		in:    []series{{`up{cluster="east"}`, 1}, {`up{cluster="west"}`, 0}},
+		want:  []string{"west:{}"},
+	}, {
+		name:  "a Kubernetes cluster with etcd members and no operator target",
+		alert: "RaftsmanOperatorDown",
+		in: []series{
+			{`up{cluster="east"}`, 1},
+			{`up{cluster="west",job="raftsman-system/raftsman-etcd",namespace="db",pod="sample-0"}`, 1},
+		},
+		want: []string{"west:{}"},
+	}, {
+		name:  "a shard held in one Kubernetes cluster only",
+		alert: "RaftsmanShardWithoutHolder",
+		in:    []series{{`raftsman_shard_leader{shard="0",cluster="east"}`, 1}, {`raftsman_shard_leader{shard="0",cluster="west"}`, 0}},
+		want:  []string{"west:shard 0"},
 	}} {
 		t.Run(tc.alert+"/"+tc.name, func(t *testing.T) {
 			expr, ok := exprs[tc.alert]
@@ -633,7 +711,55 @@ func TestAlertsSelect(t *testing.T) {
 				}
 			}
 		})
+		t.Run(tc.alert+"/"+tc.name+"/fleet", func(t *testing.T) {
+			if slices.ContainsFunc(tc.in, func(s series) bool { return withCluster(t, s.metric, "") == s.metric }) {
+				t.Skip("a fleet already")
+			}
+			in := slices.Concat(inCluster(t, tc.in, "east"), inCluster(t, tc.in, "west"))
+			want := tc.fleet
+			if want == nil {
+				want = inClusters(tc.want, "east", "west")
+			}
+			if got := firing(evalAt(t, exprs[tc.alert], now, in)); !slices.Equal(got, want) {
+				t.Errorf("fires for %q, want %q", got, want)
+			}
+		})
 	}
+}
+
+// inCluster gives series the label cluster, as a fleet's Prometheus does,
+// unless they have one.
+func inCluster(t *testing.T, in []series, cluster string) []series {
+	t.Helper()
+	var out []series
+	for _, s := range in {
+		out = append(out, series{withCluster(t, s.metric, cluster), s.value})
+	}
+	return out
+}
+
+func withCluster(t *testing.T, metric, cluster string) string {
+	t.Helper()
+	lset, err := newParser().ParseMetric(metric)
+	if err != nil {
+		t.Fatalf("series %s: %v", metric, err)
+	}
+	if lset.Has("cluster") {
+		return metric
+	}
+	return labels.NewBuilder(lset).Set("cluster", cluster).Labels().String()
+}
+
+// inClusters is what fires in each Kubernetes cluster, as firing names it.
+func inClusters(want []string, clusters ...string) []string {
+	var out []string
+	for _, c := range clusters {
+		for _, w := range want {
+			out = append(out, c+":"+w)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestQuorumAtRiskValue checks that the description's $value is the number
@@ -675,8 +801,8 @@ func alertExprs(groups *rulefmt.RuleGroups) map[string]string {
 }
 
 // TestDatabaseNearQuotaLabels checks that the description's $value is the
-// share of the quota in use, and that the alert names the cluster in name,
-// as every other alert of an EtcdCluster does.
+// share of the quota in use, and that the alert names the cluster in name
+// and the member in member.
 func TestDatabaseNearQuotaLabels(t *testing.T) {
 	groups, _ := loadRuleGroups(t)
 	for _, sev := range []string{"warning", "critical"} {
@@ -686,15 +812,278 @@ func TestDatabaseNearQuotaLabels(t *testing.T) {
 				t.Fatalf("no alert EtcdDatabaseNearQuota with severity %s", sev)
 			}
 			vec := evalAt(t, expr, time.Unix(1e9, 0), []series{
-				{`raftsman_etcdmember_db_size_bytes{namespace="db",cluster="full",member="full-a"}`, 98},
-				{`raftsman_etcdmember_db_quota_bytes{namespace="db",cluster="full",member="full-a"}`, 100},
+				{`raftsman_etcdmember_db_size_bytes{namespace="db",name="full",member="full-a"}`, 98},
+				{`raftsman_etcdmember_db_quota_bytes{namespace="db",name="full",member="full-a"}`, 100},
 			})
 			if len(vec) != 1 || vec[0].F != 0.98 {
 				t.Fatalf("got %v, want one element with value 0.98", vec)
 			}
-			if got := vec[0].Metric.Get("name"); got != "full" {
-				t.Errorf("label name %q, want the cluster, full", got)
+			if got, member := vec[0].Metric.Get("name"), vec[0].Metric.Get("member"); got != "full" || member != "full-a" {
+				t.Errorf("labels name %q and member %q, want the cluster full and its member full-a", got, member)
 			}
 		})
+	}
+}
+
+// etcdMember is the labels the etcd PodMonitor gives the series of a member
+// of EtcdCluster db/<cluster>, with extra labels of the series' own.
+func etcdMember(metric, cluster, member, extra string) string {
+	return fmt.Sprintf(`%s{job="raftsman-system/raftsman-etcd",namespace="db",pod=%q,instance="%s:2381",container="etcd",endpoint="metrics",etcd_cluster=%q,member=%q%s}`,
+		metric, member, member, cluster, member, extra)
+}
+
+// exponential are the bucket bounds etcd's histograms use: n bounds from
+// start, each twice the one before.
+func exponential(start float64, n int) []float64 {
+	out := []float64{start}
+	for len(out) < n {
+		out = append(out, out[len(out)-1]*2)
+	}
+	return out
+}
+
+// slowHistogram is a histogram's buckets over 11 minutes in which every
+// observation (one a second) fell in the bucket whose upper bound is upper:
+// its 99th percentile is just under upper.
+func slowHistogram(metric string, bounds []float64, upper float64, member func(metric, extra string) string, extra string) []history {
+	var out []history
+	les := append(slices.Clone(bounds), math.Inf(1))
+	for _, le := range les {
+		var values []float64
+		for i := range 11 {
+			v := 0.0
+			if le >= upper {
+				v = float64(60 * i)
+			}
+			values = append(values, v)
+		}
+		out = append(out, history{member(metric+"_bucket", fmt.Sprintf(`,le="%s"%s`, strconv.FormatFloat(le, 'g', -1, 64), extra)), values})
+	}
+	return out
+}
+
+// steps is a series that starts at from and grows by step each minute, for
+// n minutes.
+func steps(from, step float64, n int) []float64 {
+	var out []float64
+	for i := range n {
+		out = append(out, from+step*float64(i))
+	}
+	return out
+}
+
+// TestEtcdAlertsSelect evaluates the alerts on etcd's own metrics over a
+// few minutes of series of the etcd PodMonitor's members, once as a single
+// Kubernetes cluster has them and once as the same series from two
+// clusters of a fleet (label cluster east and west), which must fire in
+// each apart.
+func TestEtcdAlertsSelect(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	exprs := alertExprs(groups)
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := func(cluster, member string) func(metric, extra string) string {
+		return func(metric, extra string) string { return etcdMember(metric, cluster, member, extra) }
+	}
+	disk := exponential(0.001, 14)                                             // 1ms to 8.192s
+	rtt := exponential(0.0001, 14)                                             // 0.1ms to 0.8192s
+	grpc := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10} // gRPC's defaults
+	fsync := slices.Concat(
+		slowHistogram("etcd_disk_wal_fsync_duration_seconds", disk, 0.512, in("c", "c-a"), ""), // p99 0.51s
+		slowHistogram("etcd_disk_wal_fsync_duration_seconds", disk, 1.024, in("c", "c-b"), ""), // p99 1.02s
+		slowHistogram("etcd_disk_wal_fsync_duration_seconds", disk, 0.008, in("c", "c-c"), ""), // p99 8ms
+	)
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name, alert string
+		in          []history
+		want        []string
+	}{{
+		name:  "fsync over 500ms",
+		alert: "EtcdSlowWALFsync/warning",
+		in:    fsync,
+		want:  []string{"db/c/c-a", "db/c/c-b"},
+	}, {
+		name:  "fsync over a second",
+		alert: "EtcdSlowWALFsync/critical",
+		in:    fsync,
+		want:  []string{"db/c/c-b"},
+	}, {
+		name:  "backend commits over 250ms",
+		alert: "EtcdSlowBackendCommit",
+		in: slices.Concat(
+			slowHistogram("etcd_disk_backend_commit_duration_seconds", disk, 0.256, in("c", "c-a"), ""),
+			slowHistogram("etcd_disk_backend_commit_duration_seconds", disk, 0.128, in("c", "c-b"), ""),
+		),
+		want: []string{"db/c/c-a"},
+	}, {
+		name:  "unary requests over 150ms, by method, Defragment and streams left out",
+		alert: "EtcdSlowGRPCRequests",
+		in: slices.Concat(
+			slowHistogram("grpc_server_handling_seconds", grpc, 0.25, in("c", "c-a"), `,grpc_service="etcdserverpb.KV",grpc_method="Range",grpc_type="unary"`),
+			slowHistogram("grpc_server_handling_seconds", grpc, 0.1, in("c", "c-a"), `,grpc_service="etcdserverpb.KV",grpc_method="Put",grpc_type="unary"`),
+			slowHistogram("grpc_server_handling_seconds", grpc, 2.5, in("c", "c-b"), `,grpc_service="etcdserverpb.Maintenance",grpc_method="Defragment",grpc_type="unary"`),
+			slowHistogram("grpc_server_handling_seconds", grpc, 10, in("c", "c-b"), `,grpc_service="etcdserverpb.Watch",grpc_method="Watch",grpc_type="bidi_stream"`),
+		),
+		want: []string{"db/c/c-a Range"},
+	}, {
+		name:  "round trips over 150ms, by peer",
+		alert: "EtcdSlowPeerCommunication",
+		in: slices.Concat(
+			slowHistogram("etcd_network_peer_round_trip_time_seconds", rtt, 0.2048, in("c", "c-a"), `,To="b1"`),
+			slowHistogram("etcd_network_peer_round_trip_time_seconds", rtt, 0.0016, in("c", "c-a"), `,To="c2"`),
+			slowHistogram("etcd_network_peer_round_trip_time_seconds", rtt, 0.1024, in("c", "c-b"), `,To="a3"`),
+		),
+		want: []string{"db/c/c-a to b1"},
+	}, {
+		name:  "over 5 failed proposals a second",
+		alert: "EtcdManyFailedProposals",
+		in: []history{
+			{etcdMember("etcd_server_proposals_failed_total", "c", "c-a", ""), steps(0, 6*60, 17)},
+			{etcdMember("etcd_server_proposals_failed_total", "c", "c-b", ""), steps(0, 4*60, 17)},
+		},
+		want: []string{"db/c/c-a"},
+	}, {
+		name:  "4 leader changes in 15 minutes; a rollout's restarts and move are fewer",
+		alert: "EtcdFrequentLeaderChanges",
+		in: []history{
+			{etcdMember("etcd_server_leader_changes_seen_total", "c", "c-a", ""), []float64{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5}},
+			{etcdMember("etcd_server_leader_changes_seen_total", "c", "c-b", ""), []float64{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5}},
+			// A rolled member restarts (its count starts again at 1) and
+			// sees the leader move once.
+			{etcdMember("etcd_server_leader_changes_seen_total", "r", "r-a", ""), []float64{2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2}},
+			{etcdMember("etcd_server_leader_changes_seen_total", "r", "r-b", ""), []float64{2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2}},
+			{etcdMember("etcd_server_leader_changes_seen_total", "r", "r-c", ""), []float64{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 1, 1, 1, 1}},
+		},
+		want: []string{"db/c"},
+	}, {
+		name:  "quota reached within 4 hours at the growth of the last 4",
+		alert: "EtcdDatabaseFillingUp",
+		in: []history{
+			// 100 MiB growing 15 MiB an hour: 220 MiB in 4 hours.
+			{etcdMember("etcd_mvcc_db_total_size_in_bytes", "c", "c-a", ""), steps(100*mib, mib/4, 241)},
+			{etcdMember("etcd_server_quota_backend_bytes", "c", "c-a", ""), []float64{200 * mib}},
+			{etcdMember("etcd_mvcc_db_total_size_in_bytes", "c", "c-b", ""), steps(100*mib, mib/4, 241)},
+			{etcdMember("etcd_server_quota_backend_bytes", "c", "c-b", ""), []float64{8 << 30}},
+			// Near its quota, but not growing.
+			{etcdMember("etcd_mvcc_db_total_size_in_bytes", "c", "c-c", ""), steps(150*mib, 0, 241)},
+			{etcdMember("etcd_server_quota_backend_bytes", "c", "c-c", ""), []float64{160 * mib}},
+		},
+		want: []string{"db/c/c-a"},
+	}} {
+		expr, ok := exprs[tc.alert]
+		if !ok {
+			t.Fatalf("no alert %s", tc.alert)
+		}
+		t.Run(tc.alert+"/"+tc.name, func(t *testing.T) {
+			vec := evalHistory(t, expr, now, tc.in)
+			if got := firing(vec); !slices.Equal(got, tc.want) {
+				t.Errorf("fires for %q, want %q\nresult: %v", got, tc.want, vec)
+			}
+			for _, s := range vec {
+				if s.Metric.Get("name") != s.Metric.Get("etcd_cluster") {
+					t.Errorf("name %q, want the etcd_cluster %q", s.Metric.Get("name"), s.Metric.Get("etcd_cluster"))
+				}
+			}
+		})
+		t.Run(tc.alert+"/"+tc.name+"/fleet", func(t *testing.T) {
+			var fleet []history
+			for _, c := range []string{"east", "west"} {
+				for _, h := range tc.in {
+					fleet = append(fleet, history{withCluster(t, h.metric, c), h.values})
+				}
+			}
+			if got, want := firing(evalHistory(t, expr, now, fleet)), inClusters(tc.want, "east", "west"); !slices.Equal(got, want) {
+				t.Errorf("fires for %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestEtcdAlertValues checks the $value each description shows: a
+// duration in seconds, a count, a rate, a size.
+func TestEtcdAlertValues(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	exprs := alertExprs(groups)
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	member := func(metric, extra string) string { return etcdMember(metric, "c", "c-a", extra) }
+	for _, tc := range []struct {
+		alert    string
+		in       []history
+		min, max float64
+	}{
+		{"EtcdSlowWALFsync/critical", slowHistogram("etcd_disk_wal_fsync_duration_seconds", exponential(0.001, 14), 2.048, member, ""), 1.024, 2.048},
+		{"EtcdFrequentLeaderChanges", []history{{member("etcd_server_leader_changes_seen_total", ""), steps(0, 1, 16)}}, 15, 16},
+		{"EtcdManyFailedProposals", []history{{member("etcd_server_proposals_failed_total", ""), steps(0, 600, 16)}}, 9.9, 10.1},
+		{"EtcdDatabaseFillingUp", []history{
+			{member("etcd_mvcc_db_total_size_in_bytes", ""), steps(0, 1000, 241)},
+			{member("etcd_server_quota_backend_bytes", ""), []float64{1000}},
+		}, 479000, 481000},
+	} {
+		t.Run(tc.alert, func(t *testing.T) {
+			vec := evalHistory(t, exprs[tc.alert], now, tc.in)
+			if len(vec) != 1 || vec[0].F < tc.min || vec[0].F > tc.max {
+				t.Fatalf("got %v, want one element between %g and %g", vec, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// TestAlertsKeepTheClusterLabel checks every alert's expression: no
+// aggregation and no vector matching drops the label cluster, so that a
+// ruler evaluating the rules over a fleet alerts for each Kubernetes
+// cluster apart.
+func TestAlertsKeepTheClusterLabel(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	p := newParser()
+	for _, r := range alerts(groups) {
+		expr, err := p.ParseExpr(r.Expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+			switch n := n.(type) {
+			case *parser.AggregateExpr:
+				if n.Without == slices.Contains(n.Grouping, "cluster") {
+					t.Errorf("%s: %s drops the label cluster", r.Alert, n)
+				}
+			case *parser.BinaryExpr:
+				vm := n.VectorMatching
+				if vm != nil && n.LHS.Type() == parser.ValueTypeVector && n.RHS.Type() == parser.ValueTypeVector &&
+					vm.On == !slices.Contains(vm.MatchingLabels, "cluster") && (vm.On || len(vm.MatchingLabels) > 0) {
+					t.Errorf("%s: %s matches without the label cluster", r.Alert, n)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// TestAlertsUseKnownMetrics checks each alert's expression as the dashboards'
+// queries are checked, against the metrics of a real etcd's scrape and the
+// operator's registry (config/grafana/metrics.txt), including those only
+// --metrics=extensive serves; and that every label a summary or
+// description names is one the result has.
+func TestAlertsUseKnownMetrics(t *testing.T) {
+	groups, _ := loadRuleGroups(t)
+	known := loadKnownMetrics(t)
+	p := newParser()
+	ref := regexp.MustCompile(`\$labels\.(\w+)`)
+	for _, r := range alerts(groups) {
+		expr, err := p.ParseExpr(r.Expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &checker{known: known, extensive: true}
+		ls := c.labels(expr)
+		for _, err := range c.errs {
+			t.Errorf("%s/%s: %s", r.Alert, r.Labels["severity"], err)
+		}
+		for _, k := range []string{"summary", "description"} {
+			for _, m := range ref.FindAllStringSubmatch(r.Annotations[k], -1) {
+				if ls != nil && !ls[m[1]] && r.Labels[m[1]] == "" {
+					t.Errorf("%s/%s: the %s names $labels.%s, which the result does not have", r.Alert, r.Labels["severity"], k, m[1])
+				}
+			}
+		}
 	}
 }
