@@ -59,7 +59,6 @@ const (
 // act says it has something to do or to look at, why says what (or, when
 // it does not act, why not).
 type decision struct {
-	op  opKind
 	act bool
 	why string
 }
@@ -89,8 +88,8 @@ func (r *Reconciler) operations() []operation {
 
 // arbitrate is the step that lets the operations act: it asks each, in
 // order, for its decision, and runs the steps of the ones that have
-// something to do until one of them ends the pass. The decisions are kept
-// in s.decisions, and the operation that ended the pass in s.acted.
+// something to do until one of them ends the pass, which it records in
+// s.acted.
 func (r *Reconciler) arbitrate(ops []operation) kube.Step[*scope] {
 	return func(ctx context.Context, s *scope) (ctrl.Result, error) {
 		certsChecked := false
@@ -104,8 +103,6 @@ func (r *Reconciler) arbitrate(ops []operation) kube.Step[*scope] {
 				}
 			}
 			d := op.decide(&s.view)
-			d.op = op.kind
-			s.decisions = append(s.decisions, d)
 			if !d.act {
 				continue
 			}

@@ -56,10 +56,8 @@ type scope struct {
 	// Services, its PDB) that it does not own: they are left as they are.
 	foreign []string
 
-	// decisions are what each operation the arbiter asked decided, and
-	// acted the one that ended the pass (operations.go).
-	decisions []decision
-	acted     opKind
+	// acted is the operation that ended the pass (operations.go).
+	acted opKind
 
 	// afterWrite runs once this pass's status is written: events that
 	// report what the status records, so that a pass whose write failed
