@@ -265,6 +265,15 @@ const (
 	ReasonRestoringBackup = "RestoringBackup"
 	// ReasonReplacingMember: a member that lost its data is being replaced.
 	ReasonReplacingMember = "ReplacingMember"
+	// ReasonReplacingMembers: members on storage the spec no longer asks
+	// for are replaced one at a time (Progressing True; the message names
+	// the member and counts, "2 of 3").
+	ReasonReplacingMembers = "ReplacingMembers"
+	// ReasonReplacementStuck: the member that replaces another did not
+	// become a healthy voter, or the database would not fit the new
+	// volumes; the old member stays and nothing else is replaced until
+	// the spec changes (Degraded True).
+	ReasonReplacementStuck = "ReplacementStuck"
 	// ReasonWaitingForHealth: etcd refuses membership changes until every
 	// voter has been connected for a while; the operator retries soon.
 	ReasonWaitingForHealth = "WaitingForClusterHealth"

@@ -10,8 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// MaxStatusMembers bounds status.members, so that the rules that read it
+// have a cost the API server can bound.
+const MaxStatusMembers = 64
+
 // EtcdClusterSpec is the desired state of an etcd cluster.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storage) || !has(self.storage) || (has(self.storage.medium) && self.storage.medium == 'Memory') == (has(oldSelf.storage.medium) && oldSelf.storage.medium == 'Memory')",message="spec.storage.medium cannot change once the cluster exists: create a new cluster and move the data with a backup"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || ((!has(self.tls.disabled) || !self.tls.disabled) && (!has(self.tls.client.mutual) || self.tls.client.mutual))",message="spec.auth.enabled needs TLS with client certificates (spec.tls.client.mutual, the default): the operator acts as root with its client certificate"
 // +kubebuilder:validation:XValidation:rule="!has(self.suspend) || !self.suspend || !has(self.storage) || !has(self.storage.medium) || self.storage.medium != 'Memory'",message="spec.suspend cannot be set on a cluster with spec.storage.medium Memory: its data lives only as long as its Pods; take a backup and delete the cluster instead"
 // +kubebuilder:validation:XValidation:rule="!self.version.matches('^3\\\\.[7-9]\\\\.') || !has(self.options) || !has(self.options.extraArgs) || self.options.extraArgs.all(k, !k.startsWith('experimental-'))",message="spec.options.extraArgs cannot set experimental- flags with etcd 3.7 or later: 3.7 removed them and would not start. Use the names 3.6 gave them (for example corrupt-check-time for experimental-corrupt-check-time)"
@@ -41,7 +44,12 @@ type EtcdClusterSpec struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
-	// Storage of each member's data directory.
+	// Storage of each member's data directory. A larger size grows every
+	// volume online. Another storageClassName, a smaller size or another
+	// medium replaces the members one at a time, with the quorum kept: a
+	// new member on a new volume joins as a learner and is promoted, then
+	// an old one is removed from etcd and its volume deleted (kept under
+	// deletionPolicy Retain); the leader goes last.
 	// +kubebuilder:default={}
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
@@ -239,8 +247,6 @@ func (r ResourceRequirements) Core() corev1.ResourceRequirements {
 }
 
 // StorageSpec is the storage of each member.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName cannot change once set: existing volumes keep their class"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.size) || !has(self.size) || !(size(string(self.size)) <= 24 && string(self.size).matches('^[0-9]{1,18}(\\\\.[0-9]{1,9})?([KMGTPE]i|[kMGTPE]|[eE][0-9]{1,2})?$')) || size(string(oldSelf.size)) > 24 || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size may grow but never shrink: set it back to at least its current value"
 type StorageSpec struct {
 	// Size of each member's volume (or tmpfs limit for Memory), at least
 	// 128Mi: etcd preallocates its write-ahead log in files of 64 MiB and
@@ -251,6 +257,8 @@ type StorageSpec struct {
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// StorageClassName of the member volumes; the default class when empty.
+	// Setting another replaces the members onto volumes of that class;
+	// removing it leaves the running members where they are.
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
@@ -524,8 +532,10 @@ type EtcdClusterStatus struct {
 	// +optional
 	Restore *RestoreStatus `json:"restore,omitempty"`
 
-	// Members as etcd reports them.
+	// Members as etcd reports them, at most MaxStatusMembers (a cluster
+	// has at most 9 voters and the member that replaces one).
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
 	// +listType=map
 	// +listMapKey=name
 	Members []ClusterMemberStatus `json:"members,omitempty"`
@@ -757,6 +767,7 @@ type RolloutStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=etcd,categories=raftsman
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.storage) || !has(oldSelf.spec.storage.size) || !has(self.spec.storage) || !has(self.spec.storage.size) || !(size(string(self.spec.storage.size)) <= 24 && string(self.spec.storage.size).matches('^[0-9]{1,18}(\\\\.[0-9]{1,9})?([KMGTPE]i|[kMGTPE]|[eE][0-9]{1,2})?$')) || string(self.spec.storage.size) == string(oldSelf.spec.storage.size) || (has(self.spec.options) && has(self.spec.options.quotaBackendBytes) && self.spec.options.quotaBackendBytes > 0) || !has(self.status) || !has(self.status.members) || size(self.status.members) == 0 || [quantity(string(self.spec.storage.size)).asApproximateFloat()].all(s, 2.0 * double(self.status.members.map(m, has(m.dbSize) ? m.dbSize : 0).max()) + (s / 2.0 < 402653184.0 ? s / 2.0 : 402653184.0) < s)",message="spec.storage.size may change only to a size whose default quota, (size - min(size/2, 384Mi)) / 2, the most the database may hold before etcd raises its NOSPACE alarm, is above every member's database (status.members[].dbSize): compact and defragment first (status.members[].dbSizeInUse is what a defragmentation keeps), or choose a larger size. A smaller size replaces the members one at a time by members on smaller volumes"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Desired",type=string,JSONPath=`.spec.version`

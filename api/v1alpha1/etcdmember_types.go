@@ -35,7 +35,12 @@ type EtcdMemberSpec struct {
 	// Image is the etcd image to run.
 	Image string `json:"image"`
 
-	// Storage of the member's data directory.
+	// Storage of the member's data directory. Its StorageClass and medium
+	// are those of the volume it was made with, and its size only grows:
+	// the cluster moves to other storage by replacing members.
+	// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName cannot change once set: a member's volume keeps its class (the cluster replaces members to move to another)"
+	// +kubebuilder:validation:XValidation:rule="!has(oldSelf.size) || !has(self.size) || !(size(string(self.size)) <= 24 && string(self.size).matches('^[0-9]{1,18}(\\\\.[0-9]{1,9})?([KMGTPE]i|[kMGTPE]|[eE][0-9]{1,2})?$')) || size(string(oldSelf.size)) > 24 || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size may grow but never shrink: a member's volume cannot (the cluster replaces members to move to smaller ones)"
+	// +kubebuilder:validation:XValidation:rule="(has(self.medium) && self.medium == 'Memory') == (has(oldSelf.medium) && oldSelf.medium == 'Memory')",message="spec.storage.medium cannot change: a member's data stays where it is (the cluster replaces members to move to another medium)"
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
 

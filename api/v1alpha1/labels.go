@@ -54,6 +54,12 @@ const (
 	// controller restarts a Pod whose hash differs from its member's spec;
 	// the cluster controller changes those fields one member at a time.
 	PodSpecHashAnnotation = "etcd.raftsman.io/pod-spec-hash"
+	// ReplacesAnnotation on an EtcdMember names the member it replaces:
+	// one on storage the spec no longer asks for (another StorageClass, a
+	// smaller size, another medium). The cluster controller creates it
+	// with the annotation, adds it as a learner and promotes it, and only
+	// then removes the member it names.
+	ReplacesAnnotation = "etcd.raftsman.io/replaces"
 	// UpdateStartedAnnotation on an EtcdMember is when a rolling update
 	// gave it a new spec (RFC 3339); the cluster controller removes it once
 	// the member is healthy and caught up on that spec.

@@ -29,7 +29,8 @@ const (
 	msgStorageClass    = "spec.storage.storageClassName cannot change once set"
 	msgSizeShrink      = "spec.storage.size may grow but never shrink"
 	msgSizeFormat      = "spec.storage.size must be a size like 1Gi or 512Mi"
-	msgMedium          = "spec.storage.medium cannot change once the cluster exists"
+	msgMedium          = "spec.storage.medium cannot change"
+	msgShrinkDatabase  = "spec.storage.size may change only to a size whose default quota"
 	msgElection        = "spec.options.electionTimeoutMillis must be at least 5 times spec.options.heartbeatIntervalMillis"
 	msgOwnedFlag       = "spec.options.extraArgs cannot set a flag the operator owns"
 	msgTypedFlag       = "spec.options.extraArgs cannot set a flag that has a typed field in spec.options"
@@ -128,6 +129,47 @@ func TestEnvValidation(t *testing.T) {
 	t.Run("MinimalManifests", func(t *testing.T) { t.Parallel(); testMinimalManifests(t, c) })
 	t.Run("EtcdBackup", func(t *testing.T) { t.Parallel(); testBackupValidation(t, c) })
 	t.Run("OldSchemaObjectsRefused", func(t *testing.T) { t.Parallel(); testOldSchemaObjectsRefused(t, c) })
+	t.Run("ShrinkHoldsTheDatabase", func(t *testing.T) { t.Parallel(); testShrinkHoldsTheDatabase(t, c) })
+}
+
+// testShrinkHoldsTheDatabase: a smaller spec.storage.size is refused when
+// the default quota it brings would be below a member's database as the
+// status reports it; an explicit quota is checked against the size alone.
+func testShrinkHoldsTheDatabase(t *testing.T, c client.Client) {
+	for _, tc := range []struct {
+		name    string
+		dbSize  int64
+		quota   bool
+		to      string
+		wantErr []string
+	}{
+		// 1Gi: quota (1Gi - 384Mi) / 2 = 320Mi; 512Mi: (512Mi - 256Mi) / 2 = 128Mi.
+		{name: "the database fits", dbSize: 300 << 20, to: "1Gi"},
+		{name: "the database does not fit", dbSize: 300 << 20, to: "512Mi", wantErr: []string{msgShrinkDatabase}},
+		{name: "the database as large as the quota", dbSize: 128 << 20, to: "512Mi", wantErr: []string{msgShrinkDatabase}},
+		{name: "a quota of its own", dbSize: 300 << 20, quota: true, to: "1Gi"},
+		{name: "no size reported", to: "512Mi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			obj := &etcdv1.EtcdCluster{
+				ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: newNamespace(t, c)},
+				Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16", Storage: etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("2Gi"))}},
+			}
+			if tc.quota {
+				obj.Spec.Options.QuotaBackendBytes = ptr.To(int64(512 << 20))
+			}
+			if err := c.Create(t.Context(), obj); err != nil {
+				t.Fatal(err)
+			}
+			status := fmt.Sprintf(`{"status":{"members":[{"name":"demo-a","healthy":true,"dbSize":%d},{"name":"demo-b","healthy":true,"dbSize":%d}]}}`, tc.dbSize/2, tc.dbSize)
+			if err := c.Status().Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, []byte(status))); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storage":{"size":"`+tc.to+`"}}}`)))
+			checkErr(t, err, tc.wantErr)
+		})
+	}
 }
 
 // validationCase is one request against the API server. The object is
@@ -417,30 +459,33 @@ func testClusterValidation(t *testing.T, c client.Client) {
 		{name: "resources as numbers and micro units", patch: `{"spec":{"resources":{"requests":{"cpu":"250u","memory":268435456},"limits":{"cpu":2,"memory":"1.5Gi"}}}}`},
 		{name: "resources as usual", patch: `{"spec":{"resources":{"requests":{"cpu":"100m","memory":"256Mi"},"limits":{"memory":1073741824,"example.com/fpga":"1"}}}}`},
 		{name: "size grows", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"2Gi"}}}`},
-		{name: "size shrinks", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`, wantErr: []string{msgSizeShrink}},
+		// A smaller size replaces the members (TestEnvShrinkHoldsTheDatabase
+		// checks the database against it).
+		{name: "size shrinks", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`},
 		{name: "size unchanged", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`},
 		{name: "size written in other units", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"1024Mi"}}}`},
-		{name: "size shrinks in other units", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":"2000Mi"}}}`, wantErr: []string{msgSizeShrink}},
+		{name: "size shrinks in other units", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":"2000Mi"}}}`},
 		{name: "size grows from decimal to binary units", spec: size("1G"), patch: `{"spec":{"storage":{"size":"1Gi"}}}`},
-		{name: "size shrinks from binary to decimal units", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"1G"}}}`, wantErr: []string{msgSizeShrink}},
+		{name: "size shrinks from binary to decimal units", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":"1G"}}}`},
 		{name: "size as an integer, grows", spec: size("1Gi"), patch: `{"spec":{"storage":{"size":2147483648}}}`},
-		{name: "size as an integer, shrinks", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":1073741824}}}`, wantErr: []string{msgSizeShrink}},
-		{name: "size removed falls back to the smaller default", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":null}}}`, wantErr: []string{msgSizeShrink}},
-		{name: "storage removed falls back to the smaller default", spec: size("2Gi"), patch: `{"spec":{"storage":null}}`, wantErr: []string{msgSizeShrink}},
+		{name: "size as an integer, shrinks", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":1073741824}}}`},
+		{name: "size removed falls back to the smaller default", spec: size("2Gi"), patch: `{"spec":{"storage":{"size":null}}}`},
 
 		// spec.storage.storageClassName
 		{name: "storage class set", spec: class},
 		{name: "storage class set later", patch: `{"spec":{"storage":{"storageClassName":"fast"}}}`},
 		{name: "storage class unchanged", spec: class, patch: `{"spec":{"storage":{"storageClassName":"fast"},"replicas":5}}`},
-		{name: "storage class changes", spec: class, patch: `{"spec":{"storage":{"storageClassName":"slow"}}}`, wantErr: []string{msgStorageClass}},
-		{name: "storage class removed", spec: class, patch: `{"spec":{"storage":{"storageClassName":null}}}`, wantErr: []string{msgStorageClass}},
+		// Another class replaces the members; none leaves them be.
+		{name: "storage class changes", spec: class, patch: `{"spec":{"storage":{"storageClassName":"slow"}}}`},
+		{name: "storage class removed", spec: class, patch: `{"spec":{"storage":{"storageClassName":null}}}`},
 
 		// spec.storage.medium
 		{name: "memory medium", spec: memory},
 		{name: "unknown medium", spec: func(sp *etcdv1.EtcdClusterSpec) { sp.Storage.Medium = "Disk" }, wantErr: []string{"spec.storage.medium", msgUnsupported}},
-		{name: "medium changes to memory", patch: `{"spec":{"storage":{"medium":"Memory"}}}`, wantErr: []string{msgMedium}},
-		{name: "medium changes from memory", spec: memory, patch: `{"spec":{"storage":{"medium":null}}}`, wantErr: []string{msgMedium}},
-		{name: "storage of a memory cluster removed", spec: memory, patch: `{"spec":{"storage":null}}`, wantErr: []string{msgMedium}},
+		// Another medium replaces the members.
+		{name: "medium changes to memory", patch: `{"spec":{"storage":{"medium":"Memory"}}}`},
+		{name: "medium changes from memory", spec: memory, patch: `{"spec":{"storage":{"medium":null}}}`},
+		{name: "storage of a memory cluster removed", spec: memory, patch: `{"spec":{"storage":null}}`},
 		{name: "medium unchanged", spec: memory, patch: `{"spec":{"storage":{"medium":"Memory"},"replicas":1}}`},
 
 		// spec.options.extraArgs
@@ -651,6 +696,8 @@ func testMemberValidation(t *testing.T, c client.Client) {
 			patch: `{"spec":{"storage":{"size":"1Gi"}}}`, wantErr: []string{msgSizeShrink}},
 		{name: "member storage class changes", spec: func(sp *etcdv1.EtcdMemberSpec) { sp.Storage.StorageClassName = ptr.To("fast") },
 			patch: `{"spec":{"storage":{"storageClassName":"slow"}}}`, wantErr: []string{msgStorageClass}},
+		{name: "member medium changes", patch: `{"spec":{"storage":{"medium":"Memory"}}}`, wantErr: []string{msgMedium}},
+		{name: "member storage class set once", patch: `{"spec":{"storage":{"storageClassName":"fast"}}}`},
 		{name: "member extra arg owned", spec: func(sp *etcdv1.EtcdMemberSpec) {
 			sp.Options.ExtraArgs = map[string]etcdv1.ExtraArgValue{"listen-client-urls": "http://0.0.0.0:1"}
 		},

@@ -76,10 +76,11 @@ func (r *Reconciler) waitForTLS(bootstrapOnly bool) kube.Step[*scope] {
 }
 
 // newMember creates an EtcdMember; its existence is the persisted intent.
-func (r *Reconciler) newMember(ctx context.Context, s *scope, name string, spec etcdv1.EtcdMemberSpec) error {
+func (r *Reconciler) newMember(ctx context.Context, s *scope, name string, spec etcdv1.EtcdMemberSpec, annotations map[string]string) error {
 	m := &etcdv1.EtcdMember{}
 	m.Name, m.Namespace = name, s.cluster.Namespace
 	m.Labels = resources.ObjectLabels(s.cluster)
+	m.Annotations = annotations
 	m.Finalizers = []string{etcdv1.MemberFinalizer}
 	m.Spec = spec
 	if err := controllerutil.SetControllerReference(s.cluster, m, r.Scheme()); err != nil {
@@ -174,7 +175,7 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 		spec := r.memberSpec(s, name, etcdv1.InitialClusterStateNew, initial)
 		spec.Restore = restore
-		if err := r.newMember(ctx, s, name, spec); err != nil {
+		if err := r.newMember(ctx, s, name, spec, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

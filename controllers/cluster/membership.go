@@ -143,6 +143,16 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope) (ctrl.Result, error)
 		}
 	}
 	name := newMemberName(s.cluster.Name, s.hasMember)
+	spec := r.joinerSpec(s, name)
+	ctrl.LoggerFrom(ctx).Info("Creating member to add", "member", name, "version", spec.Version)
+	if err := r.newMember(ctx, s, name, spec, nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// joinerSpec is the spec of a member to add to the running cluster.
+func (r *Reconciler) joinerSpec(s *scope, name string) etcdv1.EtcdMemberSpec {
 	spec := r.memberSpec(s, name, etcdv1.InitialClusterStateExisting, "")
 	if v := s.newMemberVersion(); v != spec.Version {
 		// A version change is blocked or a downgrade runs: the new member
@@ -153,11 +163,7 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope) (ctrl.Result, error)
 		}
 	}
 	spec.InitialCluster = s.initialCluster(name, spec.PeerURL)
-	ctrl.LoggerFrom(ctx).Info("Creating member to add", "member", name, "version", spec.Version)
-	if err := r.newMember(ctx, s, name, spec); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
+	return spec
 }
 
 // addLearners adds each registered-to-be member to etcd as a learner. Its
@@ -232,6 +238,12 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 			why := "did not catch up with the leader"
 			if !em.Started() {
 				why = "did not start"
+			}
+			if n, o := s.replacing(); n == m {
+				// Another learner on the same storage would fare no
+				// better: a person decides (replacement.go).
+				r.replacementStuck(s, o, fmt.Sprintf("its replacement %s %s within %s (%s)", m.Name, why, waited.Round(time.Second), s.unsettledWhy(m)))
+				return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 			}
 			return r.replaceStuckLearner(ctx, s, m, waited, why)
 		}

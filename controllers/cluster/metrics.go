@@ -72,8 +72,9 @@ var (
 )
 
 // The events counted in raftsman_etcdcluster_events_total: the reasons of
-// the Kubernetes events that mark a rollout, a defragmentation or a leader
-// move, which the dashboards show as annotations.
+// the Kubernetes events that mark a rollout, a defragmentation, a leader
+// move or a member replaced onto new storage, which the dashboards show as
+// annotations.
 const (
 	eventMemberUpdated      = "MemberUpdated"
 	eventRolloutStuck       = "RolloutStuck"
@@ -81,13 +82,19 @@ const (
 	eventMemberDefragmented = "MemberDefragmented"
 	eventDefragFailed       = "DefragFailed"
 	eventLeaderMoved        = "LeaderMoved"
+	eventMemberReplaced     = "MemberReplaced"
+	eventReplacementStuck   = "ReplacementStuck"
 )
 
+// eventReplacingMember marks the start of a member's replacement; it is
+// not counted.
+const eventReplacingMember = "ReplacingMember"
+
 // countedEvents are the reasons the counter reports, 0 until the first.
-var countedEvents = []string{eventMemberUpdated, eventRolloutStuck, eventDefragStarted, eventMemberDefragmented, eventDefragFailed, eventLeaderMoved}
+var countedEvents = []string{eventMemberUpdated, eventRolloutStuck, eventDefragStarted, eventMemberDefragmented, eventDefragFailed, eventLeaderMoved, eventMemberReplaced, eventReplacementStuck}
 
 var clusterEventsDesc = prometheus.NewDesc("raftsman_etcdcluster_events_total",
-	"Events of an EtcdCluster since the operator replica started, by the Kubernetes event's reason: rollouts (MemberUpdated, RolloutStuck), defragmentations (DefragStarted, MemberDefragmented, DefragFailed) and leader moves (LeaderMoved).",
+	"Events of an EtcdCluster since the operator replica started, by the Kubernetes event's reason: rollouts (MemberUpdated, RolloutStuck), defragmentations (DefragStarted, MemberDefragmented, DefragFailed), leader moves (LeaderMoved) and members replaced onto new storage (MemberReplaced, ReplacementStuck).",
 	[]string{"namespace", "name", "reason"}, nil)
 
 // eventCounts holds the counts of countedEvents by "namespace/name" of the

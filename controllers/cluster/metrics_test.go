@@ -265,7 +265,7 @@ raftsman_etcdcluster_alarm{member="demo-b",name="demo",namespace="status",type="
 }
 
 const eventsHeader = `
-# HELP raftsman_etcdcluster_events_total Events of an EtcdCluster since the operator replica started, by the Kubernetes event's reason: rollouts (MemberUpdated, RolloutStuck), defragmentations (DefragStarted, MemberDefragmented, DefragFailed) and leader moves (LeaderMoved).
+# HELP raftsman_etcdcluster_events_total Events of an EtcdCluster since the operator replica started, by the Kubernetes event's reason: rollouts (MemberUpdated, RolloutStuck), defragmentations (DefragStarted, MemberDefragmented, DefragFailed), leader moves (LeaderMoved) and members replaced onto new storage (MemberReplaced, ReplacementStuck).
 # TYPE raftsman_etcdcluster_events_total counter
 `
 

@@ -34,8 +34,12 @@ import (
 //     meanwhile gets a version the running members accept.
 //  5. scaling, one member at a time: scale in, or a new member added as a
 //     learner and promoted. It goes before the rollout (rollout.go says why).
-//  6. rollout: the spec to one member at a time.
-//  7. maintenance: defragmentation and NOSPACE repair, last, and only while
+//  6. replacement: a member on storage the spec no longer asks for is
+//     replaced by a new member, one at a time (replacement.go). It goes
+//     before the rollout, which would restart members that are to go, and
+//     lets a rollout or a defragmentation under way end first.
+//  7. rollout: the spec to one member at a time.
+//  8. maintenance: defragmentation and NOSPACE repair, last, and only while
 //     nothing above moves (canDefragNow).
 //
 // An operation acts by running its steps; a step that changes something or
@@ -51,6 +55,7 @@ const (
 	opHealing     opKind = "Healing"
 	opVersion     opKind = "Version"
 	opScaling     opKind = "Scaling"
+	opReplacement opKind = "Replacement"
 	opRollout     opKind = "Rollout"
 	opMaintenance opKind = "Maintenance"
 )
@@ -81,6 +86,7 @@ func (r *Reconciler) operations() []operation {
 		{kind: opHealing, decide: decideHealing, steps: []kube.Step[*scope]{r.replaceLostMembers, r.replaceCorruptMembers}, certs: true},
 		{kind: opVersion, decide: decideVersion, steps: []kube.Step[*scope]{r.prepareVersion}, certs: true},
 		{kind: opScaling, decide: decideScaling, steps: []kube.Step[*scope]{r.scaleDown, r.scaleUp, r.addLearners, r.promoteLearners}, certs: true},
+		{kind: opReplacement, decide: decideReplacement, steps: []kube.Step[*scope]{r.replaceStorage}, certs: true},
 		{kind: opRollout, decide: decideRollout, steps: []kube.Step[*scope]{r.rollout}, certs: true},
 		{kind: opMaintenance, decide: decideMaintenance, steps: []kube.Step[*scope]{r.maintain}, certs: true},
 	}
@@ -189,6 +195,22 @@ func decideScaling(v *view) decision {
 		}
 	}
 	return decision{why: fmt.Sprintf("%d voters, as spec.replicas asks", v.desired)}
+}
+
+func decideReplacement(v *view) decision {
+	switch {
+	case !v.formed:
+		return decision{why: "etcd has not answered"}
+	case v.suspending:
+		return decision{why: "the cluster is being suspended"}
+	}
+	if n, o := v.replacing(); n != nil {
+		return decision{act: true, why: fmt.Sprintf("member %s replaces %s", n.Name, o.Name)}
+	}
+	if o, _ := v.nextToReplace(); o != nil {
+		return decision{act: true, why: fmt.Sprintf("member %s is to be replaced: %s", o.Name, v.outdatedStorage(o))}
+	}
+	return decision{why: "every member's storage is what spec.storage asks for"}
 }
 
 func decideRollout(v *view) decision {

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -19,8 +21,9 @@ func TestDecisions(t *testing.T) {
 	t.Parallel()
 	deciders := map[opKind]func(*view) decision{
 		opRecovery: decideRecovery, opRemoval: decideRemoval, opHealing: decideHealing, opVersion: decideVersion,
-		opScaling: decideScaling, opRollout: decideRollout, opMaintenance: decideMaintenance,
+		opScaling: decideScaling, opReplacement: decideReplacement, opRollout: decideRollout, opMaintenance: decideMaintenance,
 	}
+	fast := func(v *view) { v.cluster.Spec.Storage.StorageClassName = ptr.To("fast") }
 	settled := []viewMember{leaderVoter, healthyVoter, healthyVoter}
 	for _, tt := range []struct {
 		name    string
@@ -76,6 +79,37 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "being suspended", members: settled, desired: 3,
 			change: func(v *view) { v.suspending = true },
+			act:    []opKind{opVersion},
+		},
+		{name: "another StorageClass", members: settled, desired: 3, change: fast, act: []opKind{opVersion, opReplacement, opRollout, opMaintenance}},
+		{
+			name: "a smaller volume", members: settled, desired: 3,
+			change: func(v *view) {
+				v.cluster.Spec.Storage.Size = ptr.To(resource.MustParse("512Mi"))
+				v.members[1].Spec.Storage.Size = ptr.To(resource.MustParse("1Gi"))
+			},
+			act: []opKind{opVersion, opReplacement, opRollout, opMaintenance},
+		},
+		{
+			name: "a larger volume grows online", members: settled, desired: 3,
+			change: func(v *view) {
+				v.cluster.Spec.Storage.Size = ptr.To(resource.MustParse("2Gi"))
+				v.members[1].Spec.Storage.Size = ptr.To(resource.MustParse("1Gi"))
+			},
+			act: []opKind{opVersion, opRollout, opMaintenance},
+		},
+		{
+			name: "a replacement under way, its learner", members: []viewMember{leaderVoter, healthyVoter, healthyVoter, learnerMember}, desired: 4,
+			change: func(v *view) {
+				fast(v)
+				v.members[3].Spec.Storage.StorageClassName = ptr.To("fast")
+				v.members[3].Annotations = map[string]string{etcdv1.ReplacesAnnotation: "m1"}
+			},
+			act: []opKind{opVersion, opScaling, opReplacement, opRollout, opMaintenance},
+		},
+		{
+			name: "a replacement while suspending", members: settled, desired: 3,
+			change: func(v *view) { fast(v); v.suspending = true },
 			act:    []opKind{opVersion},
 		},
 		{
@@ -180,7 +214,7 @@ func TestArbitrate(t *testing.T) {
 // TestOperationsOrder pins the arbiter's order, which operations.go explains.
 func TestOperationsOrder(t *testing.T) {
 	t.Parallel()
-	want := []opKind{opRecovery, opRemoval, opHealing, opVersion, opScaling, opRollout, opMaintenance}
+	want := []opKind{opRecovery, opRemoval, opHealing, opVersion, opScaling, opReplacement, opRollout, opMaintenance}
 	ops := (&Reconciler{Options: DefaultOptions()}).operations()
 	if len(ops) != len(want) {
 		t.Fatalf("%d operations, want %d", len(ops), len(want))

@@ -50,8 +50,9 @@ type scope struct {
 
 	// plan is how the members get to spec.version (prepareVersion).
 	plan versionPlan
-	// stuck says why a rollout stopped, for the Degraded condition.
-	stuck string
+	// stuck says why a rollout stopped, replaceStuck why a replacement
+	// did, for the Degraded condition.
+	stuck, replaceStuck string
 	// foreign names the objects under names the cluster needs (its
 	// Services, its PDB) that it does not own: they are left as they are.
 	foreign []string
@@ -182,6 +183,11 @@ func (r *Reconciler) newScope(ctx context.Context, c *etcdv1.EtcdCluster) (*scop
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+	if n, _ := s.replacing(); n != nil {
+		// The member that replaces another counts beside it until the
+		// other leaves (replacement.go).
+		s.desired++
+	}
 	return s, nil
 }
 

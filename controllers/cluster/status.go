@@ -104,6 +104,8 @@ func setMembers(s *scope) {
 		members = append(members, ms)
 	}
 	slices.SortFunc(members, func(a, b etcdv1.ClusterMemberStatus) int { return strings.Compare(a.Name, b.Name) })
+	// Only a cluster that someone else gave dozens of members gets here.
+	members = members[:min(len(members), etcdv1.MaxStatusMembers)]
 	_, healthy := s.voters()
 	c.Status.Members = members
 	c.Status.Replicas = int32(len(members))
@@ -182,8 +184,8 @@ func setAvailable(s *scope) {
 		return
 	}
 	msg := fmt.Sprintf("%d of %d voting members are healthy", healthy, all)
-	if s.desired%2 == 0 {
-		msg += fmt.Sprintf("; note: %d members tolerate no more failures than %d, prefer an odd replica count", s.desired, s.desired-1)
+	if n := resources.Replicas(c); n%2 == 0 {
+		msg += fmt.Sprintf("; note: %d members tolerate no more failures than %d, prefer an odd replica count", n, n-1)
 	}
 	set(true, etcdv1.ReasonQuorumHealthy, msg)
 }
@@ -197,6 +199,9 @@ func setProgressing(s *scope) {
 	switch {
 	case s.waiting != "":
 		set(true, s.waiting, s.waitingMsg)
+	case s.progress != "" && s.progress != etcdv1.ReasonReplacingMembers && s.replacementStep() != "":
+		// Scaling adds and promotes the member that replaces another.
+		set(true, etcdv1.ReasonReplacingMembers, s.replacementStep()+": "+s.progressMsg)
 	case s.progress != "":
 		set(true, s.progress, s.progressMsg)
 	case !s.formed && c.Status.ClusterID == "":
@@ -262,6 +267,8 @@ func setDegraded(s *scope) {
 		set(true, etcdv1.ReasonNoSpace, fmt.Sprintf("etcd raised a NOSPACE alarm for %s: the database reached its quota and etcd takes no writes; the operator compacts the history, defragments every member and clears the alarm (see status.maintenance). If it comes back, raise spec.storage.size (the default quota follows it) or spec.options.quotaBackendBytes", alarm(etcd.AlarmNoSpace)))
 	case s.stuck != "":
 		set(true, etcdv1.ReasonRolloutStuck, s.stuck)
+	case s.replaceStuck != "":
+		set(true, etcdv1.ReasonReplacementStuck, s.replaceStuck)
 	case len(sick) > 0:
 		set(true, etcdv1.ReasonMembersUnhealthy, fmt.Sprintf("Members %s do not answer; see kubectl describe etcdmember", strings.Join(sick, ", ")))
 	case s.etcdErr != nil:

@@ -421,3 +421,102 @@ func (v *view) voters() (all, healthy int) {
 	}
 	return all, healthy
 }
+
+// outdatedStorage says why m's volume is not what spec.storage asks for,
+// so that m is replaced by a member on a new volume (replacement.go):
+// another medium, another StorageClass, a smaller size. "" when it is.
+// A larger size is not among them (syncStorage grows the volume online),
+// nor a Memory member's size (the rollout restarts it with the new one),
+// nor a StorageClass the spec leaves out (the running volumes stay).
+func (v *view) outdatedStorage(m *etcdv1.EtcdMember) string {
+	want, have := v.cluster.Spec.Storage, m.Spec.Storage
+	switch {
+	case want.Medium != have.Medium:
+		return fmt.Sprintf("its data is on %s, spec.storage asks for %s", mediumName(have.Medium), mediumName(want.Medium))
+	case want.Medium == etcdv1.StorageMediumMemory:
+		return ""
+	case want.StorageClassName != nil && (have.StorageClassName == nil || *have.StorageClassName != *want.StorageClassName):
+		return fmt.Sprintf("its volume is of StorageClass %s, spec.storage asks for %s", className(have.StorageClassName), *want.StorageClassName)
+	case want.Size != nil && have.Size != nil && have.Size.Cmp(*want.Size) > 0:
+		return fmt.Sprintf("its volume is of %s, spec.storage asks for %s", have.Size, want.Size)
+	}
+	return ""
+}
+
+func mediumName(m etcdv1.StorageMedium) string {
+	if m == etcdv1.StorageMediumMemory {
+		return "tmpfs (medium Memory)"
+	}
+	return "a PersistentVolumeClaim"
+}
+
+func className(name *string) string {
+	if name == nil || *name == "" {
+		return "(the default class)"
+	}
+	return *name
+}
+
+// replacing is the replacement under way, if any: the member made to
+// replace another (ReplacesAnnotation) while that other is still active,
+// and as long as the spec still asks for it (the other's storage outdated,
+// its own not). One the spec no longer asks for is a member too many,
+// which scaling removes.
+func (v *view) replacing() (replacement, old *etcdv1.EtcdMember) {
+	for _, m := range v.active() {
+		name, ok := m.Annotations[etcdv1.ReplacesAnnotation]
+		if !ok {
+			continue
+		}
+		if o := v.memberNamed(name); o != nil && v.outdatedStorage(o) != "" && v.outdatedStorage(m) == "" {
+			return m, o
+		}
+	}
+	return nil, nil
+}
+
+// nextToReplace is the member on outdated storage to replace first:
+// followers before the leader, the oldest first among equals. The second
+// result counts the active members whose storage is what the spec asks
+// for.
+func (v *view) nextToReplace() (*etcdv1.EtcdMember, int) {
+	var next *etcdv1.EtcdMember
+	current := 0
+	for _, m := range v.active() {
+		switch {
+		case v.outdatedStorage(m) == "":
+			current++
+		case next == nil || (v.isLeader(next) && !v.isLeader(m)):
+			next = m
+		}
+	}
+	return next, current
+}
+
+// databaseTooLarge says which member's database would not fit the quota a
+// member with spec runs with, "" when every one fits (or etcd's own
+// default quota applies).
+func (v *view) databaseTooLarge(spec etcdv1.EtcdMemberSpec) string {
+	q := spec.Options.QuotaBackendBytes
+	if q == nil || *q <= 0 {
+		return ""
+	}
+	for _, m := range v.active() {
+		em, ok := v.inEtcd(m)
+		if st, healthy := v.health[em.ID]; ok && healthy && st.DBSize >= *q {
+			return fmt.Sprintf("the database of %s (%d bytes) does not fit the quota of the new volumes (%d bytes); compact and defragment it, or choose a larger spec.storage.size", m.Name, st.DBSize, *q)
+		}
+	}
+	return ""
+}
+
+// replacementStep says, for Progressing, which member a replacement under
+// way replaces and how far it is ("" when none is under way).
+func (v *view) replacementStep() string {
+	n, o := v.replacing()
+	if n == nil {
+		return ""
+	}
+	_, current := v.nextToReplace()
+	return fmt.Sprintf("Replacing member %s (%d of %d) with %s", o.Name, current, resources.Replicas(v.cluster), n.Name)
+}

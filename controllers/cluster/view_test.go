@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
@@ -187,5 +190,112 @@ func TestViewMembers(t *testing.T) {
 	}
 	if !v.hasMember("m3") || v.hasMember("m9") {
 		t.Error("hasMember: want m3 and not m9")
+	}
+}
+
+func TestViewOutdatedStorage(t *testing.T) {
+	t.Parallel()
+	gi, mi512 := ptr.To(resource.MustParse("1Gi")), ptr.To(resource.MustParse("512Mi"))
+	for _, tt := range []struct {
+		name       string
+		want, have etcdv1.StorageSpec
+		outdated   string
+	}{
+		{name: "the same", want: etcdv1.StorageSpec{Size: gi}, have: etcdv1.StorageSpec{Size: gi}},
+		{name: "another class", want: etcdv1.StorageSpec{StorageClassName: ptr.To("fast")}, have: etcdv1.StorageSpec{StorageClassName: ptr.To("slow")}, outdated: "StorageClass slow, spec.storage asks for fast"},
+		{name: "a class named where the default was", want: etcdv1.StorageSpec{StorageClassName: ptr.To("fast")}, outdated: "StorageClass (the default class)"},
+		{name: "the class left out", have: etcdv1.StorageSpec{StorageClassName: ptr.To("slow")}},
+		{name: "smaller", want: etcdv1.StorageSpec{Size: mi512}, have: etcdv1.StorageSpec{Size: gi}, outdated: "of 1Gi, spec.storage asks for 512Mi"},
+		{name: "larger grows online", want: etcdv1.StorageSpec{Size: gi}, have: etcdv1.StorageSpec{Size: mi512}},
+		{name: "to memory", want: etcdv1.StorageSpec{Medium: etcdv1.StorageMediumMemory}, outdated: "on a PersistentVolumeClaim, spec.storage asks for tmpfs"},
+		{name: "from memory", have: etcdv1.StorageSpec{Medium: etcdv1.StorageMediumMemory}, outdated: "on tmpfs (medium Memory), spec.storage asks for a PersistentVolumeClaim"},
+		{name: "a smaller tmpfs rolls", want: etcdv1.StorageSpec{Medium: etcdv1.StorageMediumMemory, Size: mi512}, have: etcdv1.StorageSpec{Medium: etcdv1.StorageMediumMemory, Size: gi}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newView(healthyVoter)
+			v.cluster.Spec.Storage = tt.want
+			v.members[0].Spec.Storage = tt.have
+			got := v.outdatedStorage(v.members[0])
+			if (got == "") != (tt.outdated == "") || !strings.Contains(got, tt.outdated) {
+				t.Errorf("outdatedStorage = %q, want %q", got, tt.outdated)
+			}
+		})
+	}
+}
+
+func TestViewReplacement(t *testing.T) {
+	t.Parallel()
+	fast := ptr.To("fast")
+	for _, tt := range []struct {
+		name    string
+		members []viewMember
+		// current names the members already on the new class, replaces
+		// sets the annotation on a member (index: replaced name).
+		current  []int
+		replaces map[int]string
+		next     string
+		nCurrent int
+		// replacing is "new/old" of the replacement under way.
+		replacing string
+	}{
+		{name: "followers first", members: []viewMember{leaderVoter, healthyVoter, healthyVoter}, next: "m1"},
+		{name: "the leader last", members: []viewMember{leaderVoter, healthyVoter, healthyVoter}, current: []int{1, 2}, next: "m0", nCurrent: 2},
+		{name: "none left", members: []viewMember{healthyVoter, healthyVoter}, current: []int{0, 1}, nCurrent: 2},
+		{
+			name: "under way", members: []viewMember{leaderVoter, healthyVoter, healthyVoter, learnerMember},
+			current: []int{3}, replaces: map[int]string{3: "m1"}, next: "m1", nCurrent: 1, replacing: "m3/m1",
+		},
+		{
+			name: "the replaced member gone", members: []viewMember{leaderVoter, {inEtcd: true, healthy: true, deleting: true}, healthyVoter, healthyVoter},
+			current: []int{3}, replaces: map[int]string{3: "m1"}, next: "m2", nCurrent: 1,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newView(tt.members...)
+			v.cluster.Spec.Storage.StorageClassName = fast
+			for _, i := range tt.current {
+				v.members[i].Spec.Storage.StorageClassName = fast
+			}
+			for i, old := range tt.replaces {
+				v.members[i].Annotations = map[string]string{etcdv1.ReplacesAnnotation: old}
+			}
+			next, current := v.nextToReplace()
+			if name := nameOf(next); name != tt.next || current != tt.nCurrent {
+				t.Errorf("nextToReplace = %q, %d; want %q, %d", name, current, tt.next, tt.nCurrent)
+			}
+			n, o := v.replacing()
+			if got := nameOf(n) + "/" + nameOf(o); (tt.replacing == "" && n != nil) || (tt.replacing != "" && got != tt.replacing) {
+				t.Errorf("replacing = %s, want %q", got, tt.replacing)
+			}
+		})
+	}
+}
+
+func nameOf(m *etcdv1.EtcdMember) string {
+	if m == nil {
+		return ""
+	}
+	return m.Name
+}
+
+func TestViewDatabaseTooLarge(t *testing.T) {
+	t.Parallel()
+	v := newView(leaderVoter, healthyVoter)
+	v.health[2] = etcd.Status{MemberID: 2, DBSize: 200 << 20}
+	for _, tt := range []struct {
+		name  string
+		quota *int64
+		full  string
+	}{
+		{name: "fits", quota: ptr.To(int64(256 << 20))},
+		{name: "does not fit", quota: ptr.To(int64(128 << 20)), full: "the database of m1"},
+		{name: "etcd's default quota", quota: nil},
+	} {
+		got := v.databaseTooLarge(etcdv1.EtcdMemberSpec{Options: etcdv1.EtcdOptions{QuotaBackendBytes: tt.quota}})
+		if (got == "") != (tt.full == "") || !strings.Contains(got, tt.full) {
+			t.Errorf("%s: databaseTooLarge = %q, want %q", tt.name, got, tt.full)
+		}
 	}
 }

@@ -27,6 +27,9 @@ const (
 	BeforePromote = "beforePromote"
 	// AfterPromote: etcd promoted the learner, the status does not say so.
 	AfterPromote = "afterPromote"
+	// BeforeReplacedRemoval: the member that replaces another is a healthy
+	// voter; the replaced member's EtcdMember is not yet deleted.
+	BeforeReplacedRemoval = "beforeReplacedRemoval"
 	// BeforeMoveLeader: the leader is to be removed; leadership not moved.
 	BeforeMoveLeader = "beforeMoveLeader"
 	// BeforeMemberRemove: the EtcdMember is being deleted, etcd still has it.
@@ -36,4 +39,4 @@ const (
 )
 
 // All lists every point.
-var All = []string{BeforeMemberAdd, AfterMemberAdd, BeforePromote, AfterPromote, BeforeMoveLeader, BeforeMemberRemove, AfterMemberRemove}
+var All = []string{BeforeMemberAdd, AfterMemberAdd, BeforePromote, AfterPromote, BeforeReplacedRemoval, BeforeMoveLeader, BeforeMemberRemove, AfterMemberRemove}
