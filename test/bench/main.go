@@ -85,6 +85,7 @@ func main() {
 // per run that measured a quorum loss), for the medians of the results.
 type samples struct {
 	podReady, podRestart, learnerRef, clusterReady, scaleStep, memberBack []float64
+	migration                                                             []float64
 	createWrites, idleWrites                                              float64
 	createCounts                                                          writeCounts
 	firstBack, firstDone, rollAll, upgradeTook, maxGap                    []float64
@@ -108,6 +109,12 @@ func (b *bench) run(i int, s *samples) {
 	// this run left running beside it (the reference ran alone too).
 	must(b.clearNamespace(ns))
 	up, roll := b.measureRolling(ns, s)
+
+	// The same cluster moved to another StorageClass, settled first.
+	time.Sleep(settle)
+	mig, err := b.migrate(ns, "roll")
+	must(err)
+	s.migration = append(s.migration, mig)
 
 	// Healing on the same cluster, settled again after the rollout.
 	time.Sleep(settle)
@@ -246,7 +253,7 @@ func (s *samples) print(i int, up upgradeResult, roll rollResult, h healing, d d
 func (s *samples) results() results {
 	return results{
 		podReady: median(s.podReady), podRestart: median(s.podRestart), learnerRef: median(s.learnerRef),
-		clusterReady: median(s.clusterReady), scaleStep: median(s.scaleStep), memberBack: median(s.memberBack),
+		clusterReady: median(s.clusterReady), scaleStep: median(s.scaleStep), memberBack: median(s.memberBack), migration: median(s.migration),
 		createWrites: s.createWrites, createCounts: s.createCounts, idleWrites: s.idleWrites, runs: *runs,
 		firstBack: median(s.firstBack), firstDone: median(s.firstDone), rollAll: median(s.rollAll), tlsWaits: s.tlsWaits,
 		upgrade: median(s.upgradeTook), maxGap: median(s.maxGap), worstGap: slices.Max(s.maxGap),
@@ -279,6 +286,7 @@ func median(xs []float64) float64 {
 type results struct {
 	podReady, podRestart, learnerRef    float64
 	clusterReady, scaleStep, memberBack float64
+	migration                           float64
 	createWrites, idleWrites            float64
 	createCounts                        writeCounts
 	firstBack, firstDone, rollAll       float64
@@ -310,6 +318,7 @@ func (r results) markdown() string {
 	fmt.Fprintf(&b, "| passes of the cluster controller held for the tls controller during those Pod template changes (a change outside spec.tls; Progressing reason WaitingForTLS seen on a watch, all runs) | %d | | | 0 |\n", r.tlsWaits)
 	fmt.Fprintf(&b, "| 3-member upgrade %s -> %s until converged | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 3.5 |\n", *oldVer, *version, r.upgrade, r.podRestart, r.upgrade/r.podRestart)
 	fmt.Fprintf(&b, "| longest gap between two successful client writes through the client Service during that upgrade (worst run: %.2f s) | %.2f s | | | <= 2 s |\n", r.worstGap, r.maxGap)
+	fmt.Fprintf(&b, "| a 3-member cluster moved to another StorageClass (each member replaced: a new one added as a learner and promoted, then the old one removed) | %.1f s | 3 learner steps of this run: %.1f s | %.2f | |\n", r.migration, 3*r.scaleStep, r.migration/(3*r.scaleStep))
 	heal := func(what string, took float64) {
 		fmt.Fprintf(&b, "| %s | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 60 s |\n", what, took, r.podRestart, took/r.podRestart)
 	}

@@ -24,9 +24,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -55,6 +59,54 @@ type faultEnv struct {
 	// longest time from such an end to the cluster converged again.
 	faultEnded time.Time
 	recovery   time.Duration
+}
+
+// onStorage says whether the cluster's members are exactly 3, none being
+// removed, each on a PVC of the class and size.
+func (e *faultEnv) onStorage(class string, size resource.Quantity) (bool, error) {
+	ms := e.members()
+	if len(ms) != 3 {
+		return false, nil
+	}
+	for _, m := range ms {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := e.k.c.Get(e.ctx, client.ObjectKey{Namespace: m.Namespace, Name: "data-" + m.Name}, pvc); err != nil {
+			return false, ignoreNotFound(err)
+		}
+		req := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		if !m.DeletionTimestamp.IsZero() || ptr.Deref(pvc.Spec.StorageClassName, "") != class || req.Cmp(size) != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// ensureStorageClass makes a StorageClass of the local cluster's
+// provisioner under name, beside its default one, and returns the name.
+func ensureStorageClass(ctx context.Context, t *testing.T, k *kube, name string) string {
+	t.Helper()
+	def := &storagev1.StorageClassList{}
+	if err := k.c.List(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(def.Items, func(sc storagev1.StorageClass) bool {
+		return sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
+	})
+	if i < 0 {
+		t.Fatal("the cluster has no default StorageClass")
+	}
+	sc := &storagev1.StorageClass{
+		ObjectMeta:           metav1.ObjectMeta{Name: name},
+		Provisioner:          def.Items[i].Provisioner,
+		Parameters:           def.Items[i].Parameters,
+		ReclaimPolicy:        def.Items[i].ReclaimPolicy,
+		VolumeBindingMode:    def.Items[i].VolumeBindingMode,
+		AllowVolumeExpansion: def.Items[i].AllowVolumeExpansion,
+	}
+	if err := k.c.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // wait sleeps a random time in [min, max): random fault timing.
@@ -116,6 +168,17 @@ func isFollower(m etcdv1.ClusterMemberStatus) bool { return !m.Leader }
 // operator restarts once.
 func (e *faultEnv) scale(n int32, point string) {
 	e.t.Helper()
+	e.changeAt(point, func() { setReplicas(e.ctx, e.t, e.k, e.key, n) }, func() (bool, error) {
+		ok, _ := e.k.converged(e.ctx, e.key, n, &etcdv1.EtcdCluster{})
+		return ok, nil
+	})
+	e.converged(n)
+}
+
+// changeAt makes a change with a failpoint armed first when point is set,
+// and waits for the operator to die there or for done.
+func (e *faultEnv) changeAt(point string, change func(), done func() (bool, error)) {
+	e.t.Helper()
 	before, err := e.k.operatorRestarts(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
@@ -125,48 +188,46 @@ func (e *faultEnv) scale(n int32, point string) {
 			e.t.Fatal(err)
 		}
 	}
-	setReplicas(e.ctx, e.t, e.k, e.key, n)
-	if point != "" {
-		// A change may take a path without the point: a MemberRemove
-		// whose answer was lost (the removed member served it) is found
-		// done on the next pass, after no AfterMemberRemove. Then the
-		// cluster converges with the point still armed, and no fault
-		// was injected.
-		died := false
-		waitFor(e.ctx, e.t, availableBound, "the operator to die at "+point+" or the cluster to converge without it", func() (bool, error) {
-			after, err := e.k.operatorRestarts(e.ctx)
-			if err != nil {
-				return false, err
-			}
-			if died = after > before; died {
-				return true, nil
-			}
-			ok, _ := e.k.converged(e.ctx, e.key, n, &etcdv1.EtcdCluster{})
-			return ok, nil
-		})
-		if !died {
-			// The status may show the change done while the operator that
-			// did it is dying: look again once an operator is ready.
-			e.k.waitOperatorReady(e.ctx, e.t)
-			after, err := e.k.operatorRestarts(e.ctx)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			died = after > before
-		}
-		if !died {
-			if err := e.k.disarmFailpoint(e.ctx, point); err != nil {
-				e.t.Fatal(err)
-			}
-			e.t.Logf("the change did not pass %s this time", point)
-		} else {
-			e.ended()
-			e.faults++
-			e.failpoints++
-			e.t.Logf("operator killed at %s", point)
-		}
+	change()
+	if point == "" {
+		return
 	}
-	e.converged(n)
+	// A change may take a path without the point: a MemberRemove whose
+	// answer was lost (the removed member served it) is found done on the
+	// next pass, after no AfterMemberRemove. Then the cluster converges
+	// with the point still armed, and no fault was injected.
+	died := false
+	waitFor(e.ctx, e.t, availableBound, "the operator to die at "+point+" or the change to be done without it", func() (bool, error) {
+		after, err := e.k.operatorRestarts(e.ctx)
+		if err != nil {
+			return false, err
+		}
+		if died = after > before; died {
+			return true, nil
+		}
+		return done()
+	})
+	if !died {
+		// The status may show the change done while the operator that
+		// did it is dying: look again once an operator is ready.
+		e.k.waitOperatorReady(e.ctx, e.t)
+		after, err := e.k.operatorRestarts(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		died = after > before
+	}
+	if !died {
+		if err := e.k.disarmFailpoint(e.ctx, point); err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Logf("the change did not pass %s this time", point)
+		return
+	}
+	e.ended()
+	e.faults++
+	e.failpoints++
+	e.t.Logf("operator killed at %s", point)
 }
 
 // scenario is one kind of fault, injected while traffic flows.
@@ -235,6 +296,26 @@ var scenarios = []scenario{
 			waitFor(e.ctx, e.t, availableBound, "a replacement of "+leader, func() (bool, error) {
 				return len(e.members()) == 3, nil
 			})
+			e.converged(3)
+		},
+	},
+	{
+		// The members move to volumes of another StorageClass and half the
+		// size, replaced one at a time through etcd's membership API; the
+		// operator dies as it is about to remove a replaced member.
+		name: "storage-migration-operator-killed", replicas: 3, failpoints: true,
+		spec: func(c *etcdv1.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("256Mi")) },
+		inject: func(e *faultEnv) {
+			class := ensureStorageClass(e.ctx, e.t, e.k, "raftsman-e2e-second")
+			size := resource.MustParse("128Mi")
+			moved := func() (bool, error) { return e.onStorage(class, size) }
+			e.changeAt(failpoint.BeforeReplacedRemoval, func() {
+				patch := fmt.Sprintf(`{"spec":{"storage":{"storageClassName":%q,"size":%q}}}`, class, size.String())
+				if err := e.k.c.Patch(e.ctx, &etcdv1.EtcdCluster{ObjectMeta: objectMeta(e.key.Namespace, e.key.Name)}, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+					e.t.Fatal(err)
+				}
+			}, moved)
+			waitFor(e.ctx, e.t, 2*availableBound, "every member on a volume of "+class+" and "+size.String(), moved)
 			e.converged(3)
 		},
 	},
