@@ -30,8 +30,15 @@ import (
 //     leadership away if it leads, calls MemberRemove, and its Pod and
 //     PVC go (the PVC is kept under deletionPolicy Retain).
 //
+// A member that is down because its Pod cannot follow its volume (the
+// scheduler says its volume is bound where the Pod's new scheduling may
+// not run) is removed first instead, as a lost member is: etcd adds no
+// member, not even a learner, while a voter is not connected. Scaling
+// then adds its successor.
+//
 // Followers go first and the leader last. A replacement starts only while
-// every member is a healthy voter, the cluster has spec.replicas members,
+// every other member is a healthy voter (the member replaced may be down:
+// one whose Pod cannot follow its volume is), the cluster has spec.replicas members,
 // and no rollout or defragmentation runs (those end first), and only when
 // every member's database fits the quota of the new volumes. A new member
 // that does not start or catch up within the learner timeout stops the
@@ -62,16 +69,25 @@ func (r *Reconciler) replaceStorage(ctx context.Context, s *scope) (ctrl.Result,
 func (r *Reconciler) startReplacement(ctx context.Context, s *scope, o *etcdv1.EtcdMember, current int) (ctrl.Result, error) {
 	c := s.cluster
 	total := int(resources.Replicas(c))
-	if (c.Status.Rollout != nil && c.Status.Rollout.Member != "") || s.defragging != "" || len(s.active()) != s.desired {
+	if ro := c.Status.Rollout; (ro != nil && ro.Member != "" && ro.Member != o.Name) || s.defragging != "" || len(s.active()) != s.desired {
 		// A rollout, a defragmentation or scaling ends first: the
-		// operations after this one go on.
+		// operations after this one go on. A rollout that waits for o
+		// itself (its new scheduling is what its volume cannot follow)
+		// never would.
 		return ctrl.Result{}, nil
 	}
 	why := s.outdatedStorage(o)
 	s.progress, s.progressMsg = etcdv1.ReasonReplacingMembers, fmt.Sprintf("Replacing member %s (%d of %d): %s", o.Name, current+1, total, why)
-	if !s.allHealthyVoters() {
-		s.waiting, s.waitingMsg = etcdv1.ReasonReplacingMembers, fmt.Sprintf("Replacing member %s (%d of %d) waits until every member is a healthy voter", o.Name, current+1, total)
+	if !s.healthyVotersBut(o) {
+		s.waiting, s.waitingMsg = etcdv1.ReasonReplacingMembers, fmt.Sprintf("Replacing member %s (%d of %d) waits until every other member is a healthy voter", o.Name, current+1, total)
 		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
+	}
+	if em, ok := s.inEtcd(o); ok && !s.healthy(em.ID) {
+		// o is down (its Pod cannot follow its volume), and etcd adds no
+		// member, not even a learner, while a voter is not connected: o
+		// leaves first, as a lost member does, and scaling adds its
+		// successor. The others hold every acknowledged write.
+		return r.removeReplaced(ctx, s, o, fmt.Sprintf("Member %s (%d of %d), which is down, is removed first: etcd adds no member while a voter is down; a new member follows", o.Name, current+1, total))
 	}
 	if full := s.databaseTooLarge(r.joinerSpec(s, "")); full != "" {
 		r.replacementStuck(s, o, full)
@@ -100,14 +116,20 @@ func (r *Reconciler) continueReplacement(ctx context.Context, s *scope, n, o *et
 		s.progressMsg = fmt.Sprintf("Replacing member %s (%d of %d): waiting for %s to be a healthy voter (%s)", o.Name, current, total, n.Name, s.unsettledWhy(n))
 		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
 	}
-	if !s.allHealthyVoters() {
-		s.waiting, s.waitingMsg = etcdv1.ReasonReplacingMembers, fmt.Sprintf("Replacing member %s (%d of %d): %s is a voter; %s is removed once every member is a healthy voter", o.Name, current, total, n.Name, o.Name)
+	if !s.healthyVotersBut(o) {
+		s.waiting, s.waitingMsg = etcdv1.ReasonReplacingMembers, fmt.Sprintf("Replacing member %s (%d of %d): %s is a voter; %s is removed once every other member is a healthy voter", o.Name, current, total, n.Name, o.Name)
 		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	s.progressMsg = fmt.Sprintf("Replacing member %s (%d of %d): %s is a healthy voter; removing %s", o.Name, current, total, n.Name, o.Name)
+	return r.removeReplaced(ctx, s, o, fmt.Sprintf("Member %s (%d of %d) is replaced by %s, a healthy voter; %s leaves etcd", o.Name, current, total, n.Name, o.Name))
+}
+
+// removeReplaced deletes the EtcdMember of o, a replaced member: the
+// persisted intent finishRemovals acts on.
+func (r *Reconciler) removeReplaced(ctx context.Context, s *scope, o *etcdv1.EtcdMember, msg string) (ctrl.Result, error) {
 	failpoint.Hit(failpoint.BeforeReplacedRemoval)
-	ctrl.LoggerFrom(ctx).Info("Removing the replaced member", "member", o.Name, "replacement", n.Name)
-	r.Recorder.Eventf(s.cluster, o, corev1.EventTypeNormal, eventMemberReplaced, "Replace", "Member %s (%d of %d) is replaced by %s, a healthy voter; %s leaves etcd", o.Name, current, total, n.Name, o.Name)
+	ctrl.LoggerFrom(ctx).Info("Removing a replaced member", "member", o.Name, "why", msg)
+	r.Recorder.Eventf(s.cluster, o, corev1.EventTypeNormal, eventMemberReplaced, "Replace", "%s", msg)
 	countEvent(s.cluster, eventMemberReplaced)
 	if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("delete replaced member %s: %w", o.Name, err)

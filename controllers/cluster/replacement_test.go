@@ -174,3 +174,53 @@ func (e *rollEnv) removing(name string) bool {
 	m := e.member(name)
 	return m != nil && !m.DeletionTimestamp.IsZero()
 }
+
+// TestVolumeThatCannotFollowIsReplaced: a member whose Pod the scheduler
+// cannot place next to its volume (a new node selector the rollout gave
+// it) is replaced while it is down, and the rollout goes on with the
+// others.
+func TestVolumeThatCannotFollowIsReplaced(t *testing.T) {
+	t.Parallel()
+	e := newRollEnv(t, 3, "3.6.16", etcdv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))})
+	old := map[string]bool{}
+	for _, m := range e.members() {
+		old[m.Name] = true
+	}
+	e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.PodTemplate.NodeSelector = map[string]etcdv1.LabelValue{"zone": "b"} })
+	stuck := e.passUntilChange(10)
+	if stuck == "" {
+		t.Fatal("the rollout restarted no member")
+	}
+	// Its new Pod cannot be placed where its volume is.
+	e.fake().SetHealthy(stuck, false)
+	e.setReady(stuck, false, etcdv1.ReasonUnschedulable, "Pod "+stuck+" cannot be scheduled: 0/3 nodes are available: 1 node(s) had volume node affinity conflict, 2 node(s) didn't match Pod's node affinity/selector")
+	for range 40 {
+		e.mustReconcile()
+		e.evs = append(e.evs, e.events()...)
+		e.playMemberControllerBut(stuck)
+		c := e.cluster()
+		if p := condition(c.Status.Conditions, etcdv1.ConditionProgressing); p.Status == metav1.ConditionFalse && len(e.members()) == 3 {
+			break
+		}
+	}
+	ms := e.members()
+	if len(ms) != 3 || slices.ContainsFunc(ms, func(m etcdv1.EtcdMember) bool { return m.Name == stuck }) {
+		t.Fatalf("members %v, want 3 without %s; Progressing %+v; events %q", memberNamesOf(ms), stuck, condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing), e.evs)
+	}
+	for _, m := range ms {
+		if m.Spec.PodTemplate.NodeSelector["zone"] != "b" {
+			t.Errorf("member %s has node selector %v after the rollout", m.Name, m.Spec.PodTemplate.NodeSelector)
+		}
+	}
+	if got := e.eventsFor(eventMemberReplaced, stuck); len(got) != 1 {
+		t.Errorf("MemberReplaced events for %s: %q", stuck, got)
+	}
+}
+
+func memberNamesOf(ms []etcdv1.EtcdMember) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	return out
+}

@@ -111,8 +111,15 @@ func (e *rollEnv) setReady(name string, ready bool, reason, msg string) {
 // generation: its Pod runs its spec now, its etcd its spec's version.
 func (e *rollEnv) playMemberController() (restarted []string) {
 	e.t.Helper()
+	return e.playMemberControllerBut("")
+}
+
+// playMemberControllerBut is playMemberController for every member but
+// the one named skip, whose Pod does not run.
+func (e *rollEnv) playMemberControllerBut(skip string) (restarted []string) {
+	e.t.Helper()
 	for _, m := range e.members() {
-		if !m.DeletionTimestamp.IsZero() {
+		if !m.DeletionTimestamp.IsZero() || m.Name == skip {
 			continue
 		}
 		started := false

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -73,8 +74,17 @@ func (v *view) active() []*etcdv1.EtcdMember {
 // allHealthyVoters: every active member is a voter etcd knows and answered
 // (or is being defragmented beside the workers: it answers again after).
 func (v *view) allHealthyVoters() bool {
+	return v.healthyVotersBut(nil)
+}
+
+// healthyVotersBut is allHealthyVoters for every active member but except,
+// which need be no more than a member etcd lists.
+func (v *view) healthyVotersBut(except *etcdv1.EtcdMember) bool {
 	for _, m := range v.active() {
 		em, ok := v.inEtcd(m)
+		if m == except && ok {
+			continue
+		}
 		if !ok || em.IsLearner || (!v.healthy(em.ID) && m.Name != v.defragging) {
 			return false
 		}
@@ -422,14 +432,24 @@ func (v *view) voters() (all, healthy int) {
 	return all, healthy
 }
 
+// volumeConflict is what the scheduler says of a Pod whose volume is bound
+// to a node or zone the Pod may not run on.
+const volumeConflict = "volume node affinity conflict"
+
 // outdatedStorage says why m's volume is not what spec.storage asks for,
 // so that m is replaced by a member on a new volume (replacement.go):
-// another medium, another StorageClass, a smaller size. "" when it is.
+// another medium, another StorageClass, a smaller size, or a volume the
+// member's Pod cannot follow (its scheduling changed to nodes or zones the
+// volume cannot reach, and the scheduler says so). "" when it is.
 // A larger size is not among them (syncStorage grows the volume online),
 // nor a Memory member's size (the rollout restarts it with the new one),
 // nor a StorageClass the spec leaves out (the running volumes stay).
 func (v *view) outdatedStorage(m *etcdv1.EtcdMember) string {
 	want, have := v.cluster.Spec.Storage, m.Spec.Storage
+	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.ObservedGeneration == m.Generation &&
+		c.Reason == etcdv1.ReasonUnschedulable && strings.Contains(c.Message, volumeConflict) {
+		return fmt.Sprintf("its volume cannot follow its Pod: %s", c.Message)
+	}
 	switch {
 	case want.Medium != have.Medium:
 		return fmt.Sprintf("its data is on %s, spec.storage asks for %s", mediumName(have.Medium), mediumName(want.Medium))

@@ -27,8 +27,9 @@ const (
 	BeforePromote = "beforePromote"
 	// AfterPromote: etcd promoted the learner, the status does not say so.
 	AfterPromote = "afterPromote"
-	// BeforeReplacedRemoval: the member that replaces another is a healthy
-	// voter; the replaced member's EtcdMember is not yet deleted.
+	// BeforeReplacedRemoval: a member replaced onto new storage is to go
+	// (the member that replaces it is a healthy voter, or it is down and
+	// goes first); its EtcdMember is not yet deleted.
 	BeforeReplacedRemoval = "beforeReplacedRemoval"
 	// BeforeMoveLeader: the leader is to be removed; leadership not moved.
 	BeforeMoveLeader = "beforeMoveLeader"
