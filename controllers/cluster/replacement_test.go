@@ -186,7 +186,9 @@ func TestVolumeThatCannotFollowIsReplaced(t *testing.T) {
 	for _, m := range e.members() {
 		old[m.Name] = true
 	}
-	e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.PodTemplate.NodeSelector = map[string]etcdv1.LabelValue{"zone": "b"} })
+	e.setSpec(func(s *etcdv1.EtcdClusterSpec) {
+		s.PodTemplate.NodeSelector = map[string]etcdv1.LabelValue{"zone": "b"}
+	})
 	stuck := e.passUntilChange(10)
 	if stuck == "" {
 		t.Fatal("the rollout restarted no member")
