@@ -684,7 +684,7 @@ func (p *pkg) renderRules(b *bytes.Buffer, markers []string) error {
 // or missing.
 func ruleText(r map[string]string) string {
 	if m := r["message"]; m != "" {
-		return escape(m)
+		return docLink.ReplaceAllString(escape(m), "[docs/$1]($1)")
 	}
 	return code(r["rule"])
 }

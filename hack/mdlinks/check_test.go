@@ -118,3 +118,32 @@ func TestRepository(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// TestIndexes: the landing page and the index of docs/ link every page of
+// docs/.
+func TestIndexes(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, index := range []struct{ file, prefix string }{{"../../README.md", "docs/"}, {"../../docs/README.md", ""}} {
+		b, err := os.ReadFile(index.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		linked := map[string]bool{}
+		for _, l := range parse(string(b)).links {
+			linked[strings.SplitN(l.target, "#", 2)[0]] = true
+		}
+		for _, p := range append(pages, pending...) {
+			name := filepath.Base(p)
+			if name == "README.md" {
+				continue
+			}
+			if !linked[index.prefix+name] {
+				t.Errorf("%s does not link %s%s", index.file, index.prefix, name)
+			}
+		}
+	}
+}
