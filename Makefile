@@ -18,7 +18,7 @@ HELM := $(CURDIR)/_output/bin/helm-$(HELM_VERSION)/helm
 export ETCD_NEXT_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$ETCD_NEXT_VERSION')
 export ETCD_OLD_VERSION := $(shell bash -c 'source hack/cluster/versions.sh; echo $$ETCD_OLD_VERSION')
 
-.PHONY: robustness s3-server all build generate manifests dist verify-generated unit envtest e2e test demo bench fmt vet rules bench-scale
+.PHONY: robustness s3-server all build generate manifests dist docs verify-generated unit envtest e2e test demo bench fmt vet rules bench-scale
 
 all: build
 
@@ -44,10 +44,14 @@ dist: manifests $(KUBECTL) ## one file per install: every namespace (install.yam
 	$(KUBECTL) kustomize config/namespaced > dist/install-namespaced.yaml
 	go run ./hack/chartgen -kubectl $(KUBECTL) -default dist/install.yaml -namespaced dist/install-namespaced.yaml -out charts/raftsman
 
-verify-generated: generate manifests dist ## fails when generated files (both installs in dist/ and the chart included) are not committed
-	@if [ -n "$$(git status --porcelain -- api config dist charts)" ]; then \
-		git status --short -- api config dist charts; git diff -- api config dist charts | head -40; \
-		echo "generated files differ: run 'make generate manifests dist' and commit"; exit 1; fi
+docs: ## docs/api.md, the API reference, from the Go types and comments of api/v1alpha1
+	go run ./hack/apidocs -dir api/v1alpha1 -out docs/api.md -kinds EtcdCluster,EtcdBackup,EtcdMember
+
+verify-generated: generate manifests dist docs ## fails when generated files (both installs in dist/, the chart, docs/api.md) are not committed, or a relative link in a Markdown file is broken
+	@if [ -n "$$(git status --porcelain -- api config dist charts docs/api.md)" ]; then \
+		git status --short -- api config dist charts docs/api.md; git diff -- api config dist charts docs/api.md | head -40; \
+		echo "generated files differ: run 'make generate manifests dist docs' and commit"; exit 1; fi
+	go run ./hack/mdlinks
 
 build: plugin
 	CGO_ENABLED=0 go build -o _output/bin/raftsman ./cmd/raftsman

@@ -65,7 +65,8 @@ var MinUpgradePatch = map[string]int{"3.5": 32, "3.6": 11}
 // spec.options are refused with their own messages.
 //
 // The same list is in the marker on EtcdOptions.ExtraArgs; keep them equal
-// (TestExtraArgsAllowlistMatchesCRD) and keep the README's list in step.
+// (TestExtraArgsAllowlistMatchesCRD) and keep the list in docs/configuration.md
+// in step.
 var AllowedExtraArgs = []string{
 	// logging
 	"log-level", "logger", "log-outputs", "log-format", "enable-log-rotation", "log-rotation-config-json",

@@ -68,7 +68,7 @@ type TLSSource struct {
 
 	// SecretRef names a Secret of yours in the cluster's namespace holding
 	// tls.crt, tls.key and ca.crt. Its certificate must cover the members'
-	// names (see the README). You renew it; changes are picked up within a
+	// names (see docs/tls.md). You renew it; changes are picked up within a
 	// minute.
 	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.tls.peer.secretRef.name must name a Secret: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional

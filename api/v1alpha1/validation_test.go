@@ -96,7 +96,7 @@ const (
 	msgCipherSuites        = "spec.options.extraArgs cipher-suites must be a comma-separated list of Go's cipher suite names"
 	msgRenewBeforeMinimum  = "spec.tls.renewBefore must be at least 1m"
 	msgBucket              = "spec.s3.bucket must be an S3 bucket name"
-	msgNotAllowedFlag      = "spec.options.extraArgs may set only the etcd flags on the allowlist (see the README"
+	msgNotAllowedFlag      = "spec.options.extraArgs may set only the etcd flags on the allowlist (see docs/configuration.md"
 	msgTooLong             = "Too long"
 )
 

@@ -5,7 +5,7 @@ import (
 )
 
 // Defaults the operator writes into each member's options when the
-// cluster's spec leaves them out (the README, Maintenance, documents them).
+// cluster's spec leaves them out (docs/maintenance.md documents them).
 const (
 	// MaxDefaultQuota is etcd's suggested largest backend (8 GiB): the
 	// default quota never goes above it, however big the volume.
