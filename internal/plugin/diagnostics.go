@@ -213,14 +213,16 @@ func ownedBy(o client.Object, cluster string, owners map[types.UID]bool) bool {
 
 // collectEvents writes the events of the namespace about objs, oldest first.
 func collectEvents(ctx context.Context, e *env, c *etcdv1.EtcdCluster, objs []client.Object, a *archive) {
-	about := map[string]bool{}
+	uids, names := map[types.UID]bool{}, map[string]bool{}
 	for _, o := range objs {
-		about[string(o.GetUID())] = true
-		about[o.GetName()] = true
+		uids[o.GetUID()] = o.GetUID() != ""
+		if gvk, err := e.c.GroupVersionKindFor(o); err == nil {
+			names[gvk.Kind+"/"+o.GetName()] = true
+		}
 	}
 	events, err := listed(ctx, e, &corev1.EventList{}, func(o client.Object) bool {
 		ref := o.(*corev1.Event).InvolvedObject
-		return about[string(ref.UID)] || (ref.UID == "" && about[ref.Name])
+		return uids[ref.UID] || names[ref.Kind+"/"+ref.Name]
 	}, client.InNamespace(c.Namespace))
 	if err != nil {
 		a.fail("objects/events.yaml", err)
