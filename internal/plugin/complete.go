@@ -79,7 +79,7 @@ func addCompletions(cmd *cobra.Command, connect func() (*env, error)) {
 		addCompletions(c, connect)
 	}
 	if strings.Contains(cmd.Use, "CLUSTER") && cmd.ValidArgsFunction == nil {
-		file := strings.Contains(cmd.Use, "FILE")
+		file := strings.Contains(cmd.Use, "CLUSTER FILE")
 		cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			switch {
 			case len(args) == 0:

@@ -105,14 +105,19 @@ func TestIncidentVerbs(t *testing.T) {
 			wantOut: []string{"a defragmentation of sample asked for at earlier is under way: draining sample-bbbbb; next sample-aaaaa"},
 			check:   wantAnnotation(etcdv1.DefragAnnotation, "")},
 		{name: "defrag --wait", args: []string{"defrag", "sample", "--yes", "--wait"},
+			cluster: func(c *etcdv1.EtcdCluster) {
+				c.Status.Maintenance = &etcdv1.MaintenanceStatus{LastRequest: "earlier", Members: []etcdv1.MemberDefragStatus{
+					{Name: "sample-ccccc", Time: metav1.NewTime(testNow.Add(-time.Hour)), Reason: etcdv1.DefragForRequest}}}
+			},
 			funcs: patchedThen(func(c *etcdv1.EtcdCluster) {
 				at := metav1.NewTime(testNow.Add(time.Minute))
 				rec := func(name string) etcdv1.MemberDefragStatus {
 					return etcdv1.MemberDefragStatus{Name: name, Time: at, Reason: etcdv1.DefragForRequest, SizeBefore: 40 << 20, SizeAfter: 10 << 20,
 						ReclaimedBytes: 30 << 20, DurationMillis: 412}
 				}
+				// Not this run's: the record of an earlier request.
 				old := rec("sample-ccccc")
-				old.Reason, old.Time = etcdv1.DefragForThreshold, metav1.NewTime(testNow.Add(-time.Hour))
+				old.Time = metav1.NewTime(testNow.Add(-time.Hour))
 				c.Status.Maintenance = &etcdv1.MaintenanceStatus{LastRequest: requested,
 					Members: []etcdv1.MemberDefragStatus{rec("sample-aaaaa"), rec("sample-bbbbb"), old}}
 			}),

@@ -83,8 +83,9 @@ func runDefrag(ctx context.Context, e *env, name string, o requestOptions) error
 		if !o.wait {
 			return nil
 		}
-		return waitDefrag(ctx, e, c, m.LastRequest, o.timeout)
+		return waitDefrag(ctx, e, c, m.LastRequest, lastDefrags(c), o.timeout)
 	}
+	before := lastDefrags(c)
 	what := fmt.Sprintf("Defragment every member of %s/%s, one at a time: each leaves the client Service while etcd\n"+
 		"defragments it (it serves no request meanwhile), the leader last after leadership moved away.", c.Namespace, c.Name)
 	if err := e.confirm(what, o.yes); err != nil {
@@ -99,12 +100,24 @@ func runDefrag(ctx context.Context, e *env, name string, o requestOptions) error
 	if !o.wait {
 		return nil
 	}
-	return waitDefrag(ctx, e, c, value, o.timeout)
+	return waitDefrag(ctx, e, c, value, before, o.timeout)
+}
+
+// lastDefrags are the times of the members' last defragmentations.
+func lastDefrags(c *etcdv1.EtcdCluster) map[string]metav1.Time {
+	out := map[string]metav1.Time{}
+	if m := c.Status.Maintenance; m != nil {
+		for _, r := range m.Members {
+			out[r.Name] = r.Time
+		}
+	}
+	return out
 }
 
 // waitDefrag waits until the operator started the run asked for with
-// value and ended it, then prints each member's defragmentation.
-func waitDefrag(ctx context.Context, e *env, c *etcdv1.EtcdCluster, value string, timeout time.Duration) error {
+// value and ended it, then prints each member's defragmentation: those
+// recorded since before, the records of when the request was made.
+func waitDefrag(ctx context.Context, e *env, c *etcdv1.EtcdCluster, value string, before map[string]metav1.Time, timeout time.Duration) error {
 	last := ""
 	err := e.waitUntil(ctx, timeout, "defragmentation of "+c.Name, func() (bool, error) {
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
@@ -127,9 +140,8 @@ func waitDefrag(ctx context.Context, e *env, c *etcdv1.EtcdCluster, value string
 		return err
 	}
 	fmt.Fprintf(e.streams.Out, "defragmentation of %s done\n", c.Name)
-	since, _ := time.Parse(time.RFC3339, value)
 	for _, m := range c.Status.Members {
-		fmt.Fprintln(e.streams.Out, "  "+defragRecord(c.Status.Maintenance.Members, m.Name, since))
+		fmt.Fprintln(e.streams.Out, "  "+defragRecord(c.Status.Maintenance.Members, m.Name, before))
 	}
 	return nil
 }
@@ -147,10 +159,11 @@ func defragState(run *etcdv1.DefragRun) string {
 }
 
 // defragRecord is a member's last defragmentation if it is of a request
-// made at since or later.
-func defragRecord(records []etcdv1.MemberDefragStatus, member string, since time.Time) string {
+// and newer than its record in before. Records are compared, not the
+// time of the request with the operator's: the clocks may differ.
+func defragRecord(records []etcdv1.MemberDefragStatus, member string, before map[string]metav1.Time) string {
 	for _, r := range records {
-		if r.Name != member || r.Reason != etcdv1.DefragForRequest || r.Time.Before(&metav1.Time{Time: since}) {
+		if old, ok := before[r.Name]; r.Name != member || r.Reason != etcdv1.DefragForRequest || (ok && r.Time.Equal(&old)) {
 			continue
 		}
 		return fmt.Sprintf("%s: %s -> %s (%s given back) in %s", member, etcd.FormatBytes(r.SizeBefore), etcd.FormatBytes(r.SizeAfter),
