@@ -34,7 +34,7 @@ import (
 func pluginReadVerbs(ctx context.Context, t *testing.T, p *pluginRunner, cluster string) {
 	t.Helper()
 	out := p.must(ctx, t, "version")
-	if len(matching(out, `^kubectl-raftsman \S+`)) != 1 || len(matching(out, `^operator: \S+/\S+, image \S+.*, 1 of 1 ready$`)) == 0 {
+	if len(matching(out, `^kubectl-raftsman \S+`)) != 1 || len(matching(out, `^operator: \S+/\S+, image \S+.*, \d+ of \d+ ready$`)) == 0 {
 		t.Errorf("version:\n%s", out)
 	}
 	var doc struct {
