@@ -35,7 +35,7 @@ func reach(ctx context.Context, e *env, name string) (*reachable, error) {
 	if err != nil {
 		return nil, err
 	}
-	first := snapshotSource(c, pods)
+	first := firstFollower(c, pods)
 	ordered := append([]string{first}, pods...)
 	var errs []string
 	for i, pod := range ordered {

@@ -38,6 +38,9 @@ last word on the member (status.members). Read-only.`,
 				return err
 			}
 			if output != "" {
+				if note != "" {
+					fmt.Fprintln(e.streams.ErrOut, "note: etcd's member list: "+note)
+				}
 				return writeStructured(e.streams.Out, output, rows)
 			}
 			renderMembersList(e.streams.Out, rows, note)

@@ -64,6 +64,8 @@ func TestMembersAndSnapshot(t *testing.T) {
 				"  sample-ddddd: not in etcd's member list: being added, or removed\n"}},
 		{name: "members without etcd", args: []string{"members", "sample"}, etcd: func(f *fakeEtcd) { f.statuses = map[string]memberStatus{} },
 			wantOut: []string{"sample-bbbbb  b2  Voter", "  etcd's member list: no member answered: sample-aaaaa: context deadline exceeded"}},
+		{name: "members -o yaml without etcd", args: []string{"members", "sample", "-o", "yaml"}, etcd: func(f *fakeEtcd) { f.statuses = map[string]memberStatus{} },
+			wantOut: []string{"- etcdMember: true\n"}, wantErrOut: []string{"note: etcd's member list: no member answered"}},
 		{name: "members -o json", args: []string{"members", "sample", "-o", "json"},
 			check: func(t *testing.T, te *testEnvironment) {
 				var rows []memberListRow

@@ -98,8 +98,10 @@ func newRoot(s Streams, connect func() (*env, error)) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-raftsman",
 		Short: "Operate Raftsman etcd clusters",
-		Long: `Operate Raftsman etcd clusters: every verb reads or edits the operator's objects
-(EtcdCluster, EtcdBackup); membership changes stay with the operator.`,
+		Long: `Operate Raftsman etcd clusters. Verbs read and edit the operator's objects (EtcdCluster,
+EtcdBackup) and ask etcd through port-forwards to the member Pods. What the operator does itself
+(defragmentation, CA rotation, recovery) is asked of it, never done beside it; membership changes
+stay with the operator. Verbs that destroy or disrupt ask for confirmation unless --yes.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// kubectl runs kubectl-raftsman as "kubectl raftsman": help says so.

@@ -54,7 +54,7 @@ func runSnapshot(ctx context.Context, e *env, name, file, member string) error {
 	if err != nil {
 		return err
 	}
-	pod := snapshotSource(c, pods)
+	pod := firstFollower(c, pods)
 	access, err := e.etcd(ctx, c)
 	if err != nil {
 		return err
@@ -79,9 +79,10 @@ func runSnapshot(ctx context.Context, e *env, name, file, member string) error {
 	return nil
 }
 
-// snapshotSource is the first of pods that does not lead, as the operator
-// last saw it: a snapshot loads the member it is taken from.
-func snapshotSource(c *etcdv1.EtcdCluster, pods []string) string {
+// firstFollower is the first of pods that does not lead, as the operator
+// last saw it, else the first: a snapshot, or any call a follower serves as
+// well, spares the leader.
+func firstFollower(c *etcdv1.EtcdCluster, pods []string) string {
 	for _, p := range pods {
 		leads := false
 		for _, m := range c.Status.Members {

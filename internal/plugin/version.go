@@ -48,7 +48,11 @@ permission, another name) the plugin says so and still succeeds.`,
 				fmt.Fprintf(s.Out, "operator: unknown (%v)\n", err)
 				return nil
 			}
-			for _, l := range operatorVersions(cmd.Context(), e, operatorNS) {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			for _, l := range operatorVersions(ctx, e, operatorNS) {
 				fmt.Fprintln(s.Out, l)
 			}
 			return nil
