@@ -484,7 +484,9 @@ func TestDefragRequested(t *testing.T) {
 			t.Errorf("status.maintenance.members has %+v, want reason Requested", r)
 		}
 	}
-	if !slices.ContainsFunc(e.evs, func(ev string) bool { return strings.Contains(ev, "asked for with the etcd.raftsman.io/defrag annotation") }) {
+	if !slices.ContainsFunc(e.evs, func(ev string) bool {
+		return strings.Contains(ev, "asked for with the etcd.raftsman.io/defrag annotation")
+	}) {
 		t.Errorf("no event names the annotation: %q", e.evs)
 	}
 	e.runMaintenance(1)
