@@ -10,18 +10,15 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"sigs.k8s.io/yaml"
 )
 
-// isTerminal says whether r is a terminal (a character device), where a
-// person can answer a question.
+// isTerminal says whether r is a terminal, where a person can answer a
+// question (/dev/null or a pipe is not).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // confirm asks on the terminal whether to do what, unless yes (--yes)
