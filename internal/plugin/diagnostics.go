@@ -162,7 +162,9 @@ func addObjects(e *env, a *archive, name string, objs []client.Object) {
 func collectObjects(ctx context.Context, e *env, c *etcdv1.EtcdCluster, a *archive) []*corev1.Pod {
 	addObjects(e, a, "objects/etcdcluster.yaml", []client.Object{c.DeepCopy()})
 	a.add("objects/secrets.txt", []byte(secretNames(c)))
-	owners := map[types.UID]bool{c.UID: true}
+	// owners are the UIDs of the cluster and of its backups, gathered as
+	// they are listed: the agent Pods listed after them are theirs.
+	owners := map[types.UID]bool{c.UID: c.UID != ""}
 	inCluster := kube.OfCluster(c.Namespace, c.Name)
 	var all []client.Object
 	kinds := []struct {
@@ -174,7 +176,7 @@ func collectObjects(ctx context.Context, e *env, c *etcdv1.EtcdCluster, a *archi
 		{"etcdmembers", &etcdv1.EtcdMemberList{}, nil, inCluster},
 		{"etcdbackups", &etcdv1.EtcdBackupList{}, func(o client.Object) bool {
 			ok := o.(*etcdv1.EtcdBackup).Spec.ClusterName == c.Name
-			owners[o.GetUID()] = owners[o.GetUID()] || ok
+			owners[o.GetUID()] = owners[o.GetUID()] || (ok && o.GetUID() != "")
 			return ok
 		}, []client.ListOption{client.InNamespace(c.Namespace)}},
 		{"pods", &corev1.PodList{}, func(o client.Object) bool { return ownedBy(o, c.Name, owners) }, []client.ListOption{client.InNamespace(c.Namespace)}},
