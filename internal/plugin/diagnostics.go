@@ -76,7 +76,9 @@ them. Read-only.`,
 }
 
 func runDiagnostics(ctx context.Context, e *env, name string, o diagnosticsOptions) error {
-	c, err := e.getCluster(ctx, name)
+	// An undecodable cluster is collected too: its status and etcd's
+	// view are then noted as not collected.
+	c, err := e.readCluster(ctx, name)
 	if err != nil {
 		return err
 	}

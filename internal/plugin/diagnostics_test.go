@@ -196,6 +196,8 @@ func TestDiagnosticsNotes(t *testing.T) {
 				return c.List(ctx, list, opts...)
 			}},
 			check: readme(filepath.Join(dir, "c.tar.gz"), "objects/events.yaml: events are forbidden")},
+		{name: "a cluster that cannot be decoded", args: []string{"diagnostics", "sample", "-f", filepath.Join(dir, "d.tar.gz")}, funcs: undecodable(),
+			check: readme(filepath.Join(dir, "d.tar.gz"), "status.txt: etcdcluster prod/sample cannot be decoded", "  objects/etcdcluster.yaml ")},
 		{name: "over a file", args: []string{"diagnostics", "sample", "-f", existing}, wantErr: "existing.tar.gz exists: remove it or name another file with -f"},
 	})
 }

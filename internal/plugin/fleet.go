@@ -63,6 +63,9 @@ type fleetRow struct {
 	Suspended         bool      `json:"suspended"`
 	Alarms            []string  `json:"alarms,omitempty"`
 	Created           time.Time `json:"created"`
+	// Undecodable says why the EtcdCluster's spec or status cannot be
+	// decoded; the row then holds its name alone.
+	Undecodable string `json:"undecodable,omitempty"`
 }
 
 func runList(ctx context.Context, e *env, all bool, output string) error {
@@ -97,6 +100,10 @@ func runList(ctx context.Context, e *env, all bool, output string) error {
 }
 
 func fleetRowOf(c *etcdv1.EtcdCluster) fleetRow {
+	if why := etcdv1.Undecodable(c); why != "" {
+		return fleetRow{Namespace: c.Namespace, Name: c.Name, Available: string(metav1.ConditionUnknown),
+			Progressing: string(metav1.ConditionUnknown), Created: c.CreationTimestamp.UTC(), Undecodable: why}
+	}
 	r := fleetRow{Namespace: c.Namespace, Name: c.Name, ReadyVoters: c.Status.ReadyReplicas, Replicas: resources.Replicas(c),
 		Version: c.Status.Version, Suspended: c.Spec.Suspend, Created: c.CreationTimestamp.UTC()}
 	r.Available, r.AvailableReason = conditionState(c, etcdv1.ConditionAvailable)
@@ -129,7 +136,11 @@ func renderFleet(out io.Writer, rows []fleetRow, all bool, now time.Time) {
 		head = "NAMESPACE\t" + head
 	}
 	fmt.Fprintln(w, head)
+	var notes []string
 	for _, r := range rows {
+		if r.Undecodable != "" {
+			notes = append(notes, fmt.Sprintf("%s/%s cannot be decoded: %s", r.Namespace, r.Name, r.Undecodable))
+		}
 		progressing := r.Progressing
 		if r.Progressing != string(metav1.ConditionFalse) && r.ProgressingReason != "" {
 			progressing += " (" + r.ProgressingReason + ")"
@@ -142,7 +153,11 @@ func renderFleet(out io.Writer, rows []fleetRow, all bool, now time.Time) {
 		if len(r.Alarms) > 0 {
 			alarms = strings.Join(r.Alarms, ", ")
 		}
-		line := fmt.Sprintf("%s\t%d/%d\t%s\t%s\t%s\t%s\t%s", r.Name, r.ReadyVoters, r.Replicas, orDash(r.Version),
+		ready := fmt.Sprintf("%d/%d", r.ReadyVoters, r.Replicas)
+		if r.Undecodable != "" {
+			ready = "-"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", r.Name, ready, orDash(r.Version),
 			available, progressing, alarms, duration.HumanDuration(now.Sub(r.Created)))
 		if all {
 			line = r.Namespace + "\t" + line
@@ -150,4 +165,7 @@ func renderFleet(out io.Writer, rows []fleetRow, all bool, now time.Time) {
 		fmt.Fprintln(w, line)
 	}
 	_ = w.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(out, "  "+n)
+	}
 }

@@ -61,6 +61,39 @@ func forbidAllNamespaces() interceptor.Funcs {
 	}}
 }
 
+// undecodable plays the API types' decoding of a cluster whose spec
+// cannot be decoded: sample comes with its metadata and the annotation.
+func undecodable() interceptor.Funcs {
+	mark := func(c *etcdv1.EtcdCluster) {
+		if c.Name == "sample" {
+			*c = etcdv1.EtcdCluster{ObjectMeta: c.ObjectMeta}
+			c.Annotations = map[string]string{etcdv1.UndecodableAnnotation: `spec.storage.size: quantities must match "1e1.5"`}
+		}
+	}
+	return interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if cl, ok := obj.(*etcdv1.EtcdCluster); ok {
+				mark(cl)
+			}
+			return nil
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if l, ok := list.(*etcdv1.EtcdClusterList); ok {
+				for i := range l.Items {
+					mark(&l.Items[i])
+				}
+			}
+			return nil
+		},
+	}
+}
+
 // TestStatusOutputAndFleet: status -o json|yaml, status -A and list, and
 // version.
 func TestStatusOutputAndFleet(t *testing.T) {
@@ -117,6 +150,11 @@ func TestStatusOutputAndFleet(t *testing.T) {
 					t.Errorf("%v, %+v", err, rows)
 				}
 			}},
+		{name: "list with a cluster that cannot be decoded", args: []string{"list", "-A"}, extra: []client.Object{otherCluster()}, funcs: undecodable(),
+			wantOut: []string{"prod       sample  -      -        Unknown    Unknown               none                    60m\n",
+				"  prod/sample cannot be decoded: spec.storage.size: quantities must match \"1e1.5\"\n"}},
+		{name: "status of a cluster that cannot be decoded", args: []string{"status", "sample"}, funcs: undecodable(),
+			wantErr: "etcdcluster prod/sample cannot be decoded (spec.storage.size: quantities must match \"1e1.5\"): correct or delete it"},
 		{name: "list -A not allowed", args: []string{"list", "-A"}, funcs: forbidAllNamespaces(), wantErr: "list etcdclusters: list is forbidden"},
 
 		{name: "version --client", args: []string{"version", "--client"}, wantOut: []string{"kubectl-raftsman "}, notOut: []string{"operator"}},

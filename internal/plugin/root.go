@@ -193,8 +193,23 @@ func connect(config clientcmd.ClientConfig, s Streams) (*env, error) {
 	}, nil
 }
 
-// getCluster reads the EtcdCluster name of the env's namespace.
+// getCluster reads the EtcdCluster name of the env's namespace. One whose
+// spec or status cannot be decoded (etcdv1.UndecodableAnnotation) comes
+// with its metadata alone: no verb acts on it.
 func (e *env) getCluster(ctx context.Context, name string) (*etcdv1.EtcdCluster, error) {
+	c, err := e.readCluster(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if why := etcdv1.Undecodable(c); why != "" {
+		return nil, fmt.Errorf("etcdcluster %s/%s cannot be decoded (%s): correct or delete it; kubectl raftsman diagnostics %s collects what there is",
+			c.Namespace, c.Name, why, c.Name)
+	}
+	return c, nil
+}
+
+// readCluster reads the EtcdCluster name, decodable or not.
+func (e *env) readCluster(ctx context.Context, name string) (*etcdv1.EtcdCluster, error) {
 	c := &etcdv1.EtcdCluster{}
 	if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: name}, c); err != nil {
 		return nil, fmt.Errorf("etcdcluster %s/%s: %w", e.namespace, name, err)
