@@ -43,7 +43,7 @@ func operatorDeployment() *appsv1.Deployment {
 		ObjectMeta: metav1.ObjectMeta{Name: "raftsman", Namespace: defaultOperatorNamespace,
 			Labels: map[string]string{etcdv1.NameLabel: "raftsman", "app.kubernetes.io/version": "v1.2.3"}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "manager", Image: "ghcr.io/raftsman/raftsman:v1.2.3"}}}}},
+			Containers: []corev1.Container{{Name: "manager", Image: "raftsman:v1.2.3"}}}}},
 		Status: appsv1.DeploymentStatus{ReadyReplicas: 1},
 	}
 }
@@ -159,7 +159,7 @@ func TestStatusOutputAndFleet(t *testing.T) {
 
 		{name: "version --client", args: []string{"version", "--client"}, wantOut: []string{"kubectl-raftsman "}, notOut: []string{"operator"}},
 		{name: "version", args: []string{"version"}, extra: []client.Object{operatorDeployment()},
-			wantOut: []string{"operator: raftsman-system/raftsman, image ghcr.io/raftsman/raftsman:v1.2.3, version v1.2.3, 1 of 1 ready\n"}},
+			wantOut: []string{"operator: raftsman-system/raftsman, image raftsman:v1.2.3, version v1.2.3, 1 of 1 ready\n"}},
 		{name: "version: the operator's namespace only", args: []string{"version"}, extra: []client.Object{operatorDeployment()},
 			funcs: forbidAllNamespaces(), wantOut: []string{"operator: raftsman-system/raftsman, image"}},
 		{name: "version: the operator elsewhere", args: []string{"version", "--operator-namespace", "ops"}, extra: []client.Object{operatorDeployment()},
