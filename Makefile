@@ -56,9 +56,15 @@ verify-generated: generate manifests dist docs ## fails when generated files (bo
 build: plugin
 	CGO_ENABLED=0 go build -o _output/bin/raftsman ./cmd/raftsman
 
+# The plugin's version (kubectl raftsman version): VERSION for a release, else git describe.
+PLUGIN_VERSION ?= $(or $(VERSION),$(shell git describe --tags --always --dirty 2>/dev/null))
+
 .PHONY: plugin
-plugin: ## the kubectl plugin: with _output/bin on PATH, kubectl raftsman status <cluster>
-	CGO_ENABLED=0 go build -o _output/bin/kubectl-raftsman ./cmd/kubectl-raftsman
+plugin: ## the kubectl plugin and kubectl's completion script for it: with _output/bin on PATH, kubectl raftsman status <cluster>
+	CGO_ENABLED=0 go build -ldflags "-X github.com/raftsman/raftsman/internal/plugin.version=$(PLUGIN_VERSION)" \
+		-o _output/bin/kubectl-raftsman ./cmd/kubectl-raftsman
+	_output/bin/kubectl-raftsman completion kubectl > _output/bin/kubectl_complete-raftsman
+	chmod +x _output/bin/kubectl_complete-raftsman
 
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')

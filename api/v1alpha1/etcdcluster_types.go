@@ -575,6 +575,10 @@ type MaintenanceStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Members []MemberDefragStatus `json:"members,omitempty"`
+	// LastRequest is the last value of the etcd.raftsman.io/defrag
+	// annotation a defragmentation started for.
+	// +optional
+	LastRequest string `json:"lastRequest,omitempty"`
 }
 
 // Why a defragmentation runs.
@@ -582,6 +586,8 @@ const (
 	DefragForThreshold = "Threshold"
 	DefragForSchedule  = "Schedule"
 	DefragForNoSpace   = "NoSpace"
+	// DefragForRequest: the etcd.raftsman.io/defrag annotation asked.
+	DefragForRequest = "Requested"
 )
 
 // Defragmentation phases of the member being defragmented.
@@ -596,7 +602,7 @@ const (
 
 // DefragRun is a defragmentation of some members, one at a time.
 type DefragRun struct {
-	// Reason is Threshold, Schedule or NoSpace.
+	// Reason is Threshold, Schedule, NoSpace or Requested.
 	Reason string `json:"reason"`
 	// Member is the member being defragmented now, in Phase.
 	// +optional
@@ -626,7 +632,7 @@ type MemberDefragStatus struct {
 	Name string `json:"name"`
 	// Time the defragmentation finished.
 	Time metav1.Time `json:"time"`
-	// Reason is Threshold, Schedule or NoSpace.
+	// Reason is Threshold, Schedule, NoSpace or Requested.
 	Reason string `json:"reason"`
 	// SizeBefore and SizeAfter are the database file's size in bytes.
 	SizeBefore int64 `json:"sizeBefore"`

@@ -35,6 +35,11 @@ const (
 	// RotateCAAnnotation on an EtcdCluster asks for a new CA now: each new
 	// value starts one rotation.
 	RotateCAAnnotation = "etcd.raftsman.io/rotate-ca"
+	// DefragAnnotation on an EtcdCluster asks for a defragmentation of
+	// every member now, whatever spec.maintenance.defrag says: each new
+	// value starts one run (reason Requested), as soon as a run may start.
+	// status.maintenance.lastRequest is the last value a run started for.
+	DefragAnnotation = "etcd.raftsman.io/defrag"
 	// BackupLabel names the EtcdBackup a backup Pod works for.
 	BackupLabel = "etcd.raftsman.io/backup"
 	// BackupKindLabel on an EtcdBackup the operator made says why:

@@ -40,6 +40,10 @@ import (
 // compact (keeping resources.NoSpaceKeepRevisions revisions, or the
 // revision-mode retention when it is larger), defragment every member,
 // then disarm the alarm.
+//
+// A new value of the etcd.raftsman.io/defrag annotation starts a run of
+// every member too, whatever the policy says (kubectl raftsman defrag);
+// status.maintenance.lastRequest keeps the value, stored with the plan.
 
 // maintain starts or carries on a defragmentation.
 func (r *Reconciler) maintain(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -106,6 +110,9 @@ func (r *Reconciler) startDefrag(ctx context.Context, s *scope, st *etcdv1.Maint
 	if !scheduledAt.IsZero() {
 		st.LastScheduleTime = &metav1.Time{Time: scheduledAt}
 	}
+	if run.Reason == etcdv1.DefragForRequest {
+		st.LastRequest = s.cluster.Annotations[etcdv1.DefragAnnotation]
+	}
 	run.StartedAt, run.Since = &metav1.Time{Time: now}, &metav1.Time{Time: now}
 	st.Defrag = run
 	ctrl.LoggerFrom(ctx).Info("Defragmenting members", "reason", run.Reason, "members", run.Pending)
@@ -157,8 +164,9 @@ func (r *Reconciler) setDrained(ctx context.Context, s *scope, m *etcdv1.EtcdMem
 	return nil
 }
 
-// planDefrag is the run the policy (or a NOSPACE alarm) asks for now, if
-// any, with the scheduled time it fulfils and the next scheduled time.
+// planDefrag is the run the policy (or a NOSPACE alarm, or the defrag
+// annotation) asks for now, if any, with the scheduled time it fulfils and
+// the next scheduled time.
 func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, next time.Time) {
 	if s.hasAlarm(etcd.AlarmNoSpace) {
 		if last := s.lastNoSpaceRepair(); !last.IsZero() && now.Sub(last) < noSpaceBackoff {
@@ -168,6 +176,9 @@ func planDefrag(s *scope, now time.Time) (run *etcdv1.DefragRun, scheduledAt, ne
 			return nil, time.Time{}, last.Add(noSpaceBackoff)
 		}
 		return &etcdv1.DefragRun{Reason: etcdv1.DefragForNoSpace, Pending: s.defragOrder(nil)}, time.Time{}, time.Time{}
+	}
+	if req := s.cluster.Annotations[etcdv1.DefragAnnotation]; req != "" && req != s.maintenance().LastRequest {
+		return &etcdv1.DefragRun{Reason: etcdv1.DefragForRequest, Pending: s.defragOrder(nil)}, time.Time{}, time.Time{}
 	}
 	p := s.cluster.Spec.Maintenance.Defrag
 	if p.Disabled {
@@ -513,6 +524,8 @@ func defragWhy(reason string) string {
 		return "repairing a NOSPACE alarm"
 	case etcdv1.DefragForSchedule:
 		return "on spec.maintenance.defrag.schedule"
+	case etcdv1.DefragForRequest:
+		return "asked for with the " + etcdv1.DefragAnnotation + " annotation"
 	default:
 		return "free space over spec.maintenance.defrag's thresholds"
 	}

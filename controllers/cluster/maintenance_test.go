@@ -452,3 +452,51 @@ func TestDefragGivesUpOnAMember(t *testing.T) {
 		}
 	}
 }
+
+// TestDefragRequested: each new value of the defrag annotation starts one
+// run of every member, even with the policy disabled and no member over
+// its thresholds; the value is kept in status.maintenance.lastRequest, and
+// the same value does not start another run.
+func TestDefragRequested(t *testing.T) {
+	t.Parallel()
+	e := newMaintEnv(t)
+	e.setSpec(func(s *etcdv1.EtcdClusterSpec) { s.Maintenance.Defrag.Disabled = true })
+	request := func(value string) {
+		t.Helper()
+		c := e.cluster()
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Annotations = map[string]string{etcdv1.DefragAnnotation: value}
+		if err := e.c.Patch(context.Background(), c, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	request("1")
+	e.runMaintenance(60)
+	if got := e.fake().Defragmented(); len(got) != 3 {
+		t.Fatalf("defragmented %v, want every member", got)
+	}
+	st := e.cluster().Status.Maintenance
+	if st.LastRequest != "1" || st.Defrag != nil {
+		t.Errorf("status.maintenance = %+v, want lastRequest 1 and no run", st)
+	}
+	for _, r := range st.Members {
+		if r.Reason != etcdv1.DefragForRequest {
+			t.Errorf("status.maintenance.members has %+v, want reason Requested", r)
+		}
+	}
+	if !slices.ContainsFunc(e.evs, func(ev string) bool {
+		return strings.Contains(ev, "asked for with the etcd.raftsman.io/defrag annotation")
+	}) {
+		t.Errorf("no event names the annotation: %q", e.evs)
+	}
+	e.runMaintenance(1)
+	e.runMaintenance(1)
+	if got := e.fake().Defragmented(); len(got) != 3 {
+		t.Fatalf("defragmented %v after the same request again, want the 3 of the first run", got)
+	}
+	request("2")
+	e.runMaintenance(60)
+	if got := e.fake().Defragmented(); len(got) != 6 || e.cluster().Status.Maintenance.LastRequest != "2" {
+		t.Errorf("defragmented %v, lastRequest %q after a new request, want 6 and 2", got, e.cluster().Status.Maintenance.LastRequest)
+	}
+}

@@ -3,9 +3,12 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +40,59 @@ type fakeEtcd struct {
 	statuses map[string]memberStatus
 	alarms   []alarm
 	moved    []string // "leaderPod->id"
+	members  []listedMember
+	// compacted are "pod:revision[:physical]", disarmed "pod:type:id".
+	compacted, disarmed []string
+	// snapshot is the data a snapshot streams; etcd appends its sha256,
+	// which badSnapshot damages.
+	snapshot    []byte
+	badSnapshot bool
+}
+
+func (f *fakeEtcd) MemberList(ctx context.Context, pod string) ([]listedMember, error) {
+	if _, err := f.Status(ctx, pod); err != nil {
+		return nil, err
+	}
+	return f.members, nil
+}
+
+func (f *fakeEtcd) Compact(ctx context.Context, pod string, revision int64, physical bool) error {
+	if _, err := f.Status(ctx, pod); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := fmt.Sprintf("%s:%d", pod, revision)
+	if physical {
+		c += ":physical"
+	}
+	f.compacted = append(f.compacted, c)
+	return nil
+}
+
+func (f *fakeEtcd) DisarmAlarm(ctx context.Context, pod string, a alarm) error {
+	if _, err := f.Status(ctx, pod); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.disarmed = append(f.disarmed, fmt.Sprintf("%s:%s:%x", pod, a.Type, a.MemberID))
+	f.alarms = slices.DeleteFunc(f.alarms, func(x alarm) bool { return x == a })
+	return nil
+}
+
+func (f *fakeEtcd) Snapshot(ctx context.Context, pod string, w io.Writer) (snapshotInfo, error) {
+	if _, err := f.Status(ctx, pod); err != nil {
+		return snapshotInfo{}, err
+	}
+	sum := sha256.Sum256(f.snapshot)
+	if f.badSnapshot {
+		sum[0]++
+	}
+	if _, err := w.Write(append(slices.Clone(f.snapshot), sum[:]...)); err != nil {
+		return snapshotInfo{}, err
+	}
+	return snapshotInfo{Revision: 1234, Version: "3.6.16"}, nil
 }
 
 func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
@@ -68,6 +124,8 @@ type testEnvironment struct {
 	*env
 	etcdFake *fakeEtcd
 	out, err *bytes.Buffer
+	// logErrs fail the logs of "pod/container[/previous]".
+	logErrs map[string]error
 }
 
 func newTestEnv(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *testEnvironment {
@@ -82,7 +140,8 @@ func newTestEnv(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *t
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&etcdv1.EtcdCluster{}, &etcdv1.EtcdBackup{}).
 		WithInterceptorFuncs(funcs).Build()
-	te := &testEnvironment{etcdFake: &fakeEtcd{statuses: map[string]memberStatus{}}, out: &bytes.Buffer{}, err: &bytes.Buffer{}}
+	te := &testEnvironment{etcdFake: &fakeEtcd{statuses: map[string]memberStatus{}, members: sampleEtcdMembers(),
+		snapshot: bytes.Repeat([]byte("etcd"), 2048)}, out: &bytes.Buffer{}, err: &bytes.Buffer{}, logErrs: map[string]error{}}
 	te.env = &env{
 		c:         c,
 		namespace: ns,
@@ -96,8 +155,30 @@ func newTestEnv(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *t
 			return fmt.Sprintf("127.0.0.1:%d", 10000+int(pod[len(pod)-1])), func() {}, nil
 		},
 		pollInterval: time.Millisecond,
+		logs: func(_ context.Context, namespace, pod string, opts *corev1.PodLogOptions) ([]byte, error) {
+			key := pod + "/" + opts.Container
+			if opts.Previous {
+				key += "/previous"
+			}
+			if err := te.logErrs[key]; err != nil {
+				return nil, err
+			}
+			return []byte(fmt.Sprintf("log of %s/%s\n", namespace, key)), nil
+		},
 	}
 	return te
+}
+
+// sampleEtcdMembers is etcd's member list of sample.
+func sampleEtcdMembers() []listedMember {
+	var out []listedMember
+	for _, m := range []struct {
+		name string
+		id   uint64
+	}{{"sample-aaaaa", 0xa1}, {"sample-bbbbb", 0xb2}, {"sample-ccccc", 0xc3}} {
+		out = append(out, listedMember{ID: m.id, Name: m.name, PeerURLs: []string{"https://" + m.name + ".sample-peer.prod.svc:2380"}})
+	}
+	return out
 }
 
 // run runs the plugin's command line on the test env.

@@ -98,9 +98,11 @@ type memberStatus struct {
 	DBSizeQuota         int64 // 0 when etcd does not say (before 3.6)
 	RaftTerm, RaftIndex uint64
 	RaftAppliedIndex    uint64
-	IsLearner           bool
-	Errors              []string
-	StorageVersion      string
+	// Revision is the key-value store's revision the member answered at.
+	Revision       int64
+	IsLearner      bool
+	Errors         []string
+	StorageVersion string
 	// DowngradeTarget is the version an enabled downgrade goes to.
 	DowngradeTarget string
 }
@@ -111,12 +113,35 @@ type alarm struct {
 	Type     string
 }
 
+// listedMember is a member as etcd's member list has it.
+type listedMember struct {
+	ID         uint64
+	Name       string
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+}
+
+// snapshotInfo is what etcd said of a snapshot it streamed.
+type snapshotInfo struct {
+	// Revision is the revision the snapshot holds at least.
+	Revision int64
+	// Version is the etcd version that made it ("" before 3.6).
+	Version string
+}
+
 // etcdAccess asks a cluster's members, each through its Pod, what etcd says
-// of itself. MoveLeader is its only change, and no membership call exists.
+// of itself. Its only changes are MoveLeader, Compact and DisarmAlarm, which
+// the operator tolerates (see the verbs); no membership call exists.
 type etcdAccess interface {
 	Status(ctx context.Context, pod string) (memberStatus, error)
 	Alarms(ctx context.Context, pod string) ([]alarm, error)
 	MoveLeader(ctx context.Context, leaderPod string, to uint64) error
+	MemberList(ctx context.Context, pod string) ([]listedMember, error)
+	Compact(ctx context.Context, pod string, revision int64, physical bool) error
+	DisarmAlarm(ctx context.Context, pod string, a alarm) error
+	// Snapshot streams a snapshot of the member's database into w.
+	Snapshot(ctx context.Context, pod string, w io.Writer) (snapshotInfo, error)
 }
 
 // podEtcd is etcdAccess through port-forwards.
@@ -207,7 +232,7 @@ func (p *podEtcd) Status(ctx context.Context, pod string) (memberStatus, error) 
 	st := memberStatus{
 		ID: r.Header.MemberId, Leader: r.Leader, Version: r.Version,
 		DBSize: r.DbSize, DBSizeInUse: r.DbSizeInUse, DBSizeQuota: r.DbSizeQuota,
-		RaftTerm: r.RaftTerm, RaftIndex: r.RaftIndex, RaftAppliedIndex: r.RaftAppliedIndex,
+		RaftTerm: r.RaftTerm, RaftIndex: r.RaftIndex, RaftAppliedIndex: r.RaftAppliedIndex, Revision: r.Header.Revision,
 		IsLearner: r.IsLearner, Errors: r.Errors, StorageVersion: r.StorageVersion,
 	}
 	if d := r.DowngradeInfo; d != nil && d.Enabled {

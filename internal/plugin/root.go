@@ -2,7 +2,11 @@
 // clusters. Its verbs are thin: they read and write the operator's objects
 // (EtcdCluster, EtcdBackup) through the Kubernetes API, and read etcd's own
 // status through a port-forward to a member Pod with the client certificate
-// the operator keeps in the Secret named in status.tls. No verb changes
+// the operator keeps in the Secret named in status.tls. What the operator
+// does itself (defragmentation, CA rotation, recovery) a verb asks it for
+// through the API, never does beside it. The only changes a verb makes to
+// etcd directly are those the operator tolerates: a leader move while it
+// changes nothing, a compaction, disarming a NOSPACE alarm. No verb changes
 // etcd's membership: that stays the operator's alone.
 package plugin
 
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -43,7 +48,15 @@ type env struct {
 	forward forwardFunc
 	// pollInterval is how often --wait reads the object it waits for again.
 	pollInterval time.Duration
+	// interactive: the standard input is a terminal, on which a verb that
+	// destroys or disrupts may ask for confirmation.
+	interactive bool
+	// logs reads a container's log (diagnostics).
+	logs logsFunc
 }
+
+// logsFunc reads the log of a container of a Pod.
+type logsFunc func(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) ([]byte, error)
 
 // exitError ends the plugin with a code and no message of its own: etcdctl
 // already said what went wrong.
@@ -85,8 +98,10 @@ func newRoot(s Streams, connect func() (*env, error)) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-raftsman",
 		Short: "Operate Raftsman etcd clusters",
-		Long: `Operate Raftsman etcd clusters: every verb reads or edits the operator's objects
-(EtcdCluster, EtcdBackup); membership changes stay with the operator.`,
+		Long: `Operate Raftsman etcd clusters. Verbs read and edit the operator's objects (EtcdCluster,
+EtcdBackup) and ask etcd through port-forwards to the member Pods. What the operator does itself
+(defragmentation, CA rotation, recovery) is asked of it, never done beside it; membership changes
+stay with the operator. Verbs that destroy or disrupt ask for confirmation unless --yes.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// kubectl runs kubectl-raftsman as "kubectl raftsman": help says so.
@@ -95,6 +110,8 @@ func newRoot(s Streams, connect func() (*env, error)) *cobra.Command {
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
+	// completion is the plugin's own: it also writes kubectl's script.
+	root.CompletionOptions.DisableDefaultCmd = true
 	// Each verb runs on the env; connecting only then keeps --help and
 	// argument errors free of any cluster.
 	run := func(fn func(context.Context, *env, []string) error) func(*cobra.Command, []string) error {
@@ -115,7 +132,18 @@ func newRoot(s Streams, connect func() (*env, error)) *cobra.Command {
 		suspendCommand(run, false),
 		moveLeaderCommand(run),
 		recoverQuorumCommand(run),
+		listCommand(run),
+		membersCommand(run),
+		snapshotCommand(run),
+		alarmCommand(run),
+		compactCommand(run),
+		defragCommand(run),
+		rotateCACommand(run),
+		diagnosticsCommand(run),
+		versionCommand(s, connect),
+		completionCommand(root),
 	)
+	addCompletions(root, connect)
 	return root
 }
 
@@ -147,6 +175,9 @@ func connect(config clientcmd.ClientConfig, s Streams) (*env, error) {
 		return nil, err
 	}
 	fwd := &forwarder{rest: rc, cs: cs, namespace: ns}
+	logs := func(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) ([]byte, error) {
+		return cs.CoreV1().Pods(namespace).GetLogs(pod, opts).DoRaw(ctx)
+	}
 	return &env{
 		c:         c,
 		namespace: ns,
@@ -157,11 +188,28 @@ func connect(config clientcmd.ClientConfig, s Streams) (*env, error) {
 		},
 		forward:      fwd.Forward,
 		pollInterval: 2 * time.Second,
+		interactive:  isTerminal(s.In),
+		logs:         logs,
 	}, nil
 }
 
-// getCluster reads the EtcdCluster name of the env's namespace.
+// getCluster reads the EtcdCluster name of the env's namespace. One whose
+// spec or status cannot be decoded (etcdv1.UndecodableAnnotation) comes
+// with its metadata alone: no verb acts on it.
 func (e *env) getCluster(ctx context.Context, name string) (*etcdv1.EtcdCluster, error) {
+	c, err := e.readCluster(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if why := etcdv1.Undecodable(c); why != "" {
+		return nil, fmt.Errorf("etcdcluster %s/%s cannot be decoded (%s): correct or delete it; kubectl raftsman diagnostics %s collects what there is",
+			c.Namespace, c.Name, why, c.Name)
+	}
+	return c, nil
+}
+
+// readCluster reads the EtcdCluster name, decodable or not.
+func (e *env) readCluster(ctx context.Context, name string) (*etcdv1.EtcdCluster, error) {
 	c := &etcdv1.EtcdCluster{}
 	if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: name}, c); err != nil {
 		return nil, fmt.Errorf("etcdcluster %s/%s: %w", e.namespace, name, err)

@@ -31,25 +31,52 @@ import (
 const defaultQuota = 2 << 30
 
 func statusCommand(run runner) *cobra.Command {
-	var noEtcd bool
+	var noEtcd, all bool
+	var output string
 	cmd := &cobra.Command{
-		Use:   "status CLUSTER",
+		Use:   "status (CLUSTER | -A)",
 		Short: "One screen on a cluster: members, leader, versions, database sizes, alarms, conditions, backups, certificates, rollout",
 		Long: `One screen on a cluster. What the operator knows comes from the EtcdCluster, its
 EtcdMembers, Pods, EtcdBackups and certificate Secrets; database sizes, raft indexes
 and alarms come from etcd itself, asked through a port-forward to each member Pod
-with the client certificate in the Secret named in status.tls.`,
-		Args: exactArgs("CLUSTER"),
+with the client certificate in the Secret named in status.tls.
+
+-o json or -o yaml prints the same as a document whose fields are kept from release to
+release (new ones may be added). -A shows every cluster of every namespace instead, a
+line each, as "list -A" does.`,
+		Example: `  kubectl raftsman status sample
+  kubectl raftsman status sample -o json | jq '.members[] | select(.leader) | .name'
+  kubectl raftsman status -A`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if all {
+				if len(args) > 0 {
+					return fmt.Errorf("status -A shows every cluster: name none, or leave out -A")
+				}
+				return nil
+			}
+			return exactArgs("CLUSTER")(cmd, args)
+		},
 		RunE: run(func(ctx context.Context, e *env, args []string) error {
+			if all {
+				return runList(ctx, e, true, output)
+			}
 			r, err := collectStatus(ctx, e, args[0], !noEtcd)
 			if err != nil {
 				return err
+			}
+			if output != "" {
+				return writeStructured(e.streams.Out, output, r.document())
 			}
 			renderStatus(e.streams.Out, r)
 			return nil
 		}),
 	}
 	cmd.Flags().BoolVar(&noEtcd, "no-etcd", false, "Do not ask etcd: show only what the Kubernetes API holds")
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Every cluster of every namespace, a line each")
+	addOutput(cmd, &output)
 	return cmd
 }
 

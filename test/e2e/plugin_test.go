@@ -27,6 +27,7 @@ import (
 type pluginRunner struct {
 	cfg  *envconf.Config
 	ns   string
+	dir  string // the plugin's folder
 	path string // PATH with the plugin's folder first
 }
 
@@ -39,18 +40,24 @@ func buildPlugin(ctx context.Context, t *testing.T, cfg *envconf.Config) *plugin
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/kubectl-raftsman: %v\n%s", err, out)
 	}
-	return &pluginRunner{cfg: cfg, ns: namespaceOf(ctx), path: dir + string(os.PathListSeparator) + os.Getenv("PATH")}
+	return &pluginRunner{cfg: cfg, ns: namespaceOf(ctx), dir: dir, path: dir + string(os.PathListSeparator) + os.Getenv("PATH")}
 }
 
 // run runs kubectl raftsman with args in the test's namespace and returns
 // its output, stdout then stderr.
 func (p *pluginRunner) run(ctx context.Context, args ...string) (string, error) {
+	// kubectl takes no flags before a plugin's name: they go to the plugin.
+	return p.kubectl(ctx, append([]string{"raftsman", "--kubeconfig", p.cfg.KubeconfigFile(), "-n", p.ns}, args...)...)
+}
+
+// kubectl runs kubectl with args and the plugin's folder first on PATH,
+// and returns its output, stdout then stderr.
+func (p *pluginRunner) kubectl(ctx context.Context, args ...string) (string, error) {
 	bin := "kubectl"
 	if m, _ := filepath.Glob(filepath.Join(repoRoot, "_output/bin/kubernetes-*/kubectl")); len(m) > 0 {
 		bin = m[0]
 	}
-	// kubectl takes no flags before a plugin's name: they go to the plugin.
-	cmd := exec.CommandContext(ctx, bin, append([]string{"raftsman", "--kubeconfig", p.cfg.KubeconfigFile(), "-n", p.ns}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "PATH="+p.path)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -71,11 +78,15 @@ func (p *pluginRunner) must(ctx context.Context, t *testing.T, args ...string) s
 
 // localEtcdctl is the etcdctl the local cluster was built with, or one on
 // PATH; "" when there is none.
-func localEtcdctl() string {
-	if p := filepath.Join(repoRoot, "_output/bin/etcd-v"+etcdVersion, "etcdctl"); fileExists(p) {
+func localEtcdctl() string { return localEtcdTool("etcdctl") }
+
+// localEtcdTool is etcdctl or etcdutl of the local cluster's etcd build,
+// or one on PATH; "" when there is none.
+func localEtcdTool(name string) string {
+	if p := filepath.Join(repoRoot, "_output/bin/etcd-v"+etcdVersion, name); fileExists(p) {
 		return p
 	}
-	p, _ := exec.LookPath("etcdctl")
+	p, _ := exec.LookPath(name)
 	return p
 }
 
@@ -160,13 +171,18 @@ func getValue(ctx context.Context, t *testing.T, cli *clientv3.Client, key strin
 // against the cluster itself: status shows the members and leader etcd
 // reports; etcdctl through the plugin's port-forwards writes a key the
 // test's own client reads, and reads it back; move-leader moves the
-// leadership etcd reports; backup --wait completes into S3; restore --wait
-// starts a new cluster with that key; suspend stops every Pod and resume
-// brings the key back.
+// leadership etcd reports; version, status -o json, list -A, members and
+// alarm list read what the cluster is; snapshot saves a snapshot etcdutl
+// restores; compact compacts (and refuses without --yes), defrag has the
+// operator defragment every member, alarm disarm finds nothing to do;
+// diagnostics writes its archive; kubectl completes cluster names through
+// kubectl_complete-raftsman; rotate-ca has the operator replace the CA;
+// backup --wait completes into S3; restore --wait starts a new cluster with
+// that key; suspend stops every Pod and resume brings the key back.
 func TestKubectlPlugin(t *testing.T) {
 	parallel(t)
 	f := features.New("kubectl raftsman").
-		Assess("status, etcdctl, move-leader, backup, restore, suspend and resume", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("every verb", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := mustKube(t, cfg)
 			ns := namespaceOf(ctx)
 			p := buildPlugin(ctx, t, cfg)
@@ -227,6 +243,15 @@ func TestKubectlPlugin(t *testing.T) {
 				got := matching(out, `^Leader: +(\S+) `)
 				return err == nil && len(got) == 1 && got[0][1] == follower, fmt.Errorf("%v: %s", err, out)
 			})
+
+			// The verbs of an incident; rotate-ca last: the test's client
+			// trusts the old CA only, and is not used after it.
+			pluginReadVerbs(ctx, t, p, "plug")
+			pluginSnapshot(ctx, t, p, "plug")
+			pluginMaintenance(ctx, t, k, p, key, cli)
+			pluginDiagnostics(ctx, t, p, "plug")
+			pluginCompletion(ctx, t, p, "plug")
+			pluginRotateCA(ctx, t, k, p, key)
 
 			out = p.must(ctx, t, "backup", "plug", "--name", "plug-manual", "--wait")
 			b := &etcdv1.EtcdBackup{}
