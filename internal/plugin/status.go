@@ -109,6 +109,10 @@ type memberRow struct {
 	pod     string
 	etcd    *memberStatus
 	etcdErr string
+	// storage is the member's volume as its EtcdMember says (StorageClass
+	// and size, or tmpfs); replaces names the member it replaces onto
+	// storage the spec asks for.
+	storage, replaces string
 }
 
 // certRow is one certificate and when it expires.
@@ -174,6 +178,7 @@ func memberRows(c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember, pods []corev
 	}
 	for _, m := range members {
 		r := row(m.Name)
+		r.storage, r.replaces = storageText(m.Spec.Storage), m.Annotations[etcdv1.ReplacesAnnotation]
 		if r.id == "" {
 			r.id = m.Status.MemberID
 		}
@@ -194,6 +199,23 @@ func memberRows(c *etcdv1.EtcdCluster, members []etcdv1.EtcdMember, pods []corev
 		out = append(out, *rows[name])
 	}
 	return out
+}
+
+// storageText is a member's or the spec's storage in a few words: the
+// StorageClass ("default" when none is named) and size, or tmpfs and its
+// limit.
+func storageText(s etcdv1.StorageSpec) string {
+	size := "1Gi"
+	if s.Size != nil {
+		size = s.Size.String()
+	}
+	switch {
+	case s.Medium == etcdv1.StorageMediumMemory:
+		return "tmpfs " + size
+	case s.StorageClassName == nil || *s.StorageClassName == "":
+		return "default " + size
+	}
+	return *s.StorageClassName + " " + size
 }
 
 func podState(p *corev1.Pod) string {
@@ -406,7 +428,7 @@ func renderCluster(out io.Writer, r *statusReport) {
 // beyond the columns.
 func renderMembers(out io.Writer, r *statusReport) {
 	w := newTable(out)
-	fmt.Fprintln(w, "MEMBER\tID\tROLE\tLEADER\tVERSION\tPOD\tHEALTHY\tDB SIZE\tIN USE\tQUOTA\tRAFT TERM\tRAFT INDEX")
+	fmt.Fprintln(w, "MEMBER\tID\tROLE\tLEADER\tVERSION\tPOD\tHEALTHY\tDB SIZE\tIN USE\tQUOTA\tRAFT TERM\tRAFT INDEX\tSTORAGE")
 	var notes []string
 	for _, m := range r.members {
 		notes = append(notes, r.writeMemberRow(w, m)...)
@@ -440,8 +462,14 @@ func (r *statusReport) writeMemberRow(w io.Writer, m memberRow) []string {
 	if m.leader {
 		leader = "*"
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.name, orDash(m.id), orDash(string(m.role)), leader,
-		orDash(version), m.pod, yesNo(m.healthy), size, inUse, quota, term, index)
+	if want := storageText(r.cluster.Spec.Storage); m.storage != "" && m.storage != want {
+		notes = append(notes, fmt.Sprintf("%s: on %s, spec.storage asks for %s (a new StorageClass, medium or smaller size replaces the member; a larger size grows its volume)", m.name, m.storage, want))
+	}
+	if m.replaces != "" && slices.ContainsFunc(r.members, func(o memberRow) bool { return o.name == m.replaces }) {
+		notes = append(notes, fmt.Sprintf("%s: replaces %s", m.name, m.replaces))
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.name, orDash(m.id), orDash(string(m.role)), leader,
+		orDash(version), m.pod, yesNo(m.healthy), size, inUse, quota, term, index, orDash(m.storage))
 	return notes
 }
 

@@ -46,6 +46,10 @@ type memberDocument struct {
 	Pod string `json:"pod"`
 	// Healthy is the operator's last word on the member.
 	Healthy bool `json:"healthy"`
+	// Storage is the member's volume: StorageClass ("default") and size,
+	// or tmpfs and its limit; Replaces the member it replaces.
+	Storage  string `json:"storage,omitempty"`
+	Replaces string `json:"replaces,omitempty"`
 	// Etcd is what the member said of itself; EtcdError why it did not.
 	Etcd      *memberEtcdDocument `json:"etcd,omitempty"`
 	EtcdError string              `json:"etcdError,omitempty"`
@@ -147,7 +151,7 @@ func (r *statusReport) document() *statusDocument {
 
 func (r *statusReport) memberDocument(m memberRow) memberDocument {
 	md := memberDocument{Name: m.name, ID: m.id, Role: string(m.role), Leader: m.leader, Version: m.version,
-		Pod: m.pod, Healthy: m.healthy, EtcdError: m.etcdErr}
+		Pod: m.pod, Healthy: m.healthy, EtcdError: m.etcdErr, Storage: m.storage, Replaces: m.replaces}
 	if s := m.etcd; s != nil {
 		md.Version = s.Version
 		md.Etcd = &memberEtcdDocument{Version: s.Version, DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, Quota: r.quota(s),

@@ -38,8 +38,8 @@ func TestStatus(t *testing.T) {
 			`^Members: +3 of 3 voters ready \(spec\.replicas 3\), cluster ID cafe$`,
 			`^Leader: +sample-aaaaa \(a1\)$`,
 			`^Rollout: +none$`,
-			`^MEMBER +ID +ROLE +LEADER +VERSION +POD +HEALTHY +DB SIZE +IN USE +QUOTA +RAFT TERM +RAFT INDEX$`,
-			`^sample-aaaaa +a1 +Voter +\* +3\.6\.16 +Ready +yes +20\.0 KiB +16\.0 KiB +2\.0 GiB +4 +1234$`,
+			`^MEMBER +ID +ROLE +LEADER +VERSION +POD +HEALTHY +DB SIZE +IN USE +QUOTA +RAFT TERM +RAFT INDEX +STORAGE$`,
+			`^sample-aaaaa +a1 +Voter +\* +3\.6\.16 +Ready +yes +20\.0 KiB +16\.0 KiB +2\.0 GiB +4 +1234 +default 1Gi$`,
 			`^sample-bbbbb +b2 +Voter +3\.6\.16 +Ready +yes +20\.0 KiB`,
 			`^Alarms: +none$`,
 			`^Backup: +no complete backup recorded$`,
@@ -64,7 +64,7 @@ func TestStatus(t *testing.T) {
 			`^Leader: +sample-bbbbb \(b2\)$`,
 			`^sample-aaaaa +a1 +Voter +3\.6\.16 +Ready`,
 			`^sample-bbbbb +b2 +Voter +\* +3\.6\.16`,
-			`^sample-ccccc +c3 +Voter +3\.6\.16 +Ready +yes +- +- +- +- +-$`,
+			`^sample-ccccc +c3 +Voter +3\.6\.16 +Ready +yes +- +- +- +- +- +default 1Gi$`,
 			`^  sample-ccccc: etcd did not answer: context deadline exceeded$`,
 		},
 	}, {
@@ -169,6 +169,26 @@ func TestStatus(t *testing.T) {
 			m["sample-ddddd"] = memberStatus{ID: 0xd4, Leader: 0xa1, IsLearner: true, Version: "3.6.16", DBSize: 4096, RaftTerm: 4, RaftIndex: 1200}
 		},
 		want: []string{`^sample-ddddd +d4 +Learner +3\.6\.16 +Running +no +4\.0 KiB`},
+	}, {
+		name: "members replaced onto another StorageClass",
+		cluster: func(c *etcdv1.EtcdCluster) {
+			c.Spec.Storage.StorageClassName = ptr.To("fast")
+		},
+		objs: func(t *testing.T) []client.Object {
+			objs := sampleObjects(t)[1:]
+			n := etcdMember("sample-ddddd", "d4")
+			n.Status.Role = etcdv1.RoleLearner
+			n.Spec.Storage.StorageClassName = ptr.To("fast")
+			n.Annotations = map[string]string{etcdv1.ReplacesAnnotation: "sample-bbbbb"}
+			return append(objs, n, memberPod("sample-ddddd", false))
+		},
+		want: []string{
+			`^sample-ddddd +d4 +Learner .* +fast 1Gi$`,
+			`^sample-bbbbb +b2 +Voter .* +default 1Gi$`,
+			`^ +sample-bbbbb: on default 1Gi, spec\.storage asks for fast 1Gi`,
+			`^ +sample-ddddd: replaces sample-bbbbb$`,
+		},
+		notWant: []string{`sample-ddddd: on`},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
