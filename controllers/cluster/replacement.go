@@ -113,8 +113,9 @@ func (r *Reconciler) continueReplacement(ctx context.Context, s *scope, n, o *et
 	total := int(resources.Replicas(s.cluster))
 	s.progress = etcdv1.ReasonReplacingMembers
 	if !s.settled(n) {
+		// Being caught up shows in no watched object: look again soon.
 		s.progressMsg = fmt.Sprintf("Replacing member %s (%d of %d): waiting for %s to be a healthy voter (%s)", o.Name, current, total, n.Name, s.unsettledWhy(n))
-		return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	if !s.healthyVotersBut(o) {
 		s.waiting, s.waitingMsg = etcdv1.ReasonReplacingMembers, fmt.Sprintf("Replacing member %s (%d of %d): %s is a voter; %s is removed once every other member is a healthy voter", o.Name, current, total, n.Name, o.Name)
