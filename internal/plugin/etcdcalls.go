@@ -15,53 +15,38 @@ import (
 const compactTimeout = time.Minute
 
 func (p *podEtcd) MemberList(ctx context.Context, pod string) ([]listedMember, error) {
-	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-	defer cancel()
-	cli, closeCli, err := p.dial(ctx, pod)
-	if err != nil {
-		return nil, err
-	}
-	defer closeCli()
-	r, err := cli.MemberList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]listedMember, 0, len(r.Members))
-	for _, m := range r.Members {
-		out = append(out, listedMember{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
-	}
-	return out, nil
+	return onMember(ctx, p, pod, etcdTimeout, func(ctx context.Context, cli *clientv3.Client) ([]listedMember, error) {
+		r, err := cli.MemberList(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]listedMember, 0, len(r.Members))
+		for _, m := range r.Members {
+			out = append(out, listedMember{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+		}
+		return out, nil
+	})
 }
 
 func (p *podEtcd) Compact(ctx context.Context, pod string, revision int64, physical bool) error {
-	ctx, cancel := context.WithTimeout(ctx, compactTimeout)
-	defer cancel()
-	cli, closeCli, err := p.dial(ctx, pod)
-	if err != nil {
-		return err
-	}
-	defer closeCli()
 	var opts []clientv3.CompactOption
 	if physical {
 		opts = append(opts, clientv3.WithCompactPhysical())
 	}
-	_, err = cli.Compact(ctx, revision, opts...)
+	_, err := onMember(ctx, p, pod, compactTimeout, func(ctx context.Context, cli *clientv3.Client) (*clientv3.CompactResponse, error) {
+		return cli.Compact(ctx, revision, opts...)
+	})
 	return err
 }
 
 func (p *podEtcd) DisarmAlarm(ctx context.Context, pod string, a alarm) error {
-	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-	defer cancel()
 	typ, ok := pb.AlarmType_value[a.Type]
 	if !ok {
 		return fmt.Errorf("unknown alarm type %q", a.Type)
 	}
-	cli, closeCli, err := p.dial(ctx, pod)
-	if err != nil {
-		return err
-	}
-	defer closeCli()
-	_, err = cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(typ)})
+	_, err := onMember(ctx, p, pod, etcdTimeout, func(ctx context.Context, cli *clientv3.Client) (*clientv3.AlarmResponse, error) {
+		return cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(typ)})
+	})
 	return err
 }
 

@@ -217,58 +217,57 @@ func memberName(c *etcdv1.EtcdCluster, member string) string {
 	return fmt.Sprintf("%s.%s.%s.svc", member, resources.PeerServiceName(c.Name), c.Namespace)
 }
 
-func (p *podEtcd) Status(ctx context.Context, pod string) (memberStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+// onMember runs fn with a client of one member, reached through a
+// port-forward, within timeout.
+func onMember[T any](ctx context.Context, p *podEtcd, pod string, timeout time.Duration, fn func(context.Context, *clientv3.Client) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cli, closeCli, err := p.dial(ctx, pod)
 	if err != nil {
-		return memberStatus{}, err
+		var zero T
+		return zero, err
 	}
 	defer closeCli()
-	r, err := cli.Status(ctx, cli.Endpoints()[0])
-	if err != nil {
-		return memberStatus{}, err
-	}
-	st := memberStatus{
-		ID: r.Header.MemberId, Leader: r.Leader, Version: r.Version,
-		DBSize: r.DbSize, DBSizeInUse: r.DbSizeInUse, DBSizeQuota: r.DbSizeQuota,
-		RaftTerm: r.RaftTerm, RaftIndex: r.RaftIndex, RaftAppliedIndex: r.RaftAppliedIndex, Revision: r.Header.Revision,
-		IsLearner: r.IsLearner, Errors: r.Errors, StorageVersion: r.StorageVersion,
-	}
-	if d := r.DowngradeInfo; d != nil && d.Enabled {
-		st.DowngradeTarget = d.TargetVersion
-	}
-	return st, nil
+	return fn(ctx, cli)
+}
+
+func (p *podEtcd) Status(ctx context.Context, pod string) (memberStatus, error) {
+	return onMember(ctx, p, pod, etcdTimeout, func(ctx context.Context, cli *clientv3.Client) (memberStatus, error) {
+		r, err := cli.Status(ctx, cli.Endpoints()[0])
+		if err != nil {
+			return memberStatus{}, err
+		}
+		st := memberStatus{
+			ID: r.Header.MemberId, Leader: r.Leader, Version: r.Version,
+			DBSize: r.DbSize, DBSizeInUse: r.DbSizeInUse, DBSizeQuota: r.DbSizeQuota,
+			RaftTerm: r.RaftTerm, RaftIndex: r.RaftIndex, RaftAppliedIndex: r.RaftAppliedIndex, Revision: r.Header.Revision,
+			IsLearner: r.IsLearner, Errors: r.Errors, StorageVersion: r.StorageVersion,
+		}
+		if d := r.DowngradeInfo; d != nil && d.Enabled {
+			st.DowngradeTarget = d.TargetVersion
+		}
+		return st, nil
+	})
 }
 
 func (p *podEtcd) Alarms(ctx context.Context, pod string) ([]alarm, error) {
-	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-	defer cancel()
-	cli, closeCli, err := p.dial(ctx, pod)
-	if err != nil {
-		return nil, err
-	}
-	defer closeCli()
-	r, err := cli.AlarmList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]alarm, 0, len(r.Alarms))
-	for _, a := range r.Alarms {
-		out = append(out, alarm{MemberID: a.MemberID, Type: a.Alarm.String()})
-	}
-	return out, nil
+	return onMember(ctx, p, pod, etcdTimeout, func(ctx context.Context, cli *clientv3.Client) ([]alarm, error) {
+		r, err := cli.AlarmList(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]alarm, 0, len(r.Alarms))
+		for _, a := range r.Alarms {
+			out = append(out, alarm{MemberID: a.MemberID, Type: a.Alarm.String()})
+		}
+		return out, nil
+	})
 }
 
 // MoveLeader must reach the leader itself: etcd refuses it elsewhere.
 func (p *podEtcd) MoveLeader(ctx context.Context, leaderPod string, to uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*etcdTimeout)
-	defer cancel()
-	cli, closeCli, err := p.dial(ctx, leaderPod)
-	if err != nil {
-		return err
-	}
-	defer closeCli()
-	_, err = cli.MoveLeader(ctx, to)
+	_, err := onMember(ctx, p, leaderPod, 3*etcdTimeout, func(ctx context.Context, cli *clientv3.Client) (*clientv3.MoveLeaderResponse, error) {
+		return cli.MoveLeader(ctx, to)
+	})
 	return err
 }
