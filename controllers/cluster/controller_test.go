@@ -46,6 +46,7 @@ func TestEnvClusterController(t *testing.T) {
 		"DeleteRetainKeepsVolumes":         testDeleteRetain,
 		"RollingUpgrade":                   testRollingUpgrade,
 		"RestoreFromBackupAfterLoss":       testRestoreFromBackup,
+		"StorageReplacement":               testStorageReplacement,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
