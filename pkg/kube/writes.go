@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -28,6 +29,10 @@ var apiWriteConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help:      "Writes the API server refused with 409, by resource and reason (AlreadyExists for a create, Conflict otherwise).",
 }, []string{"resource", "reason"})
 
+// writeLog logs each write at V(1) (--zap-log-level=debug): what a
+// cluster's writes are, one by one.
+var writeLog = ctrl.Log.WithName("api-writes")
+
 func init() {
 	metrics.Registry.MustRegister(apiWrites, apiWriteConflicts)
 }
@@ -48,6 +53,14 @@ func (w writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resource := resourceOf(req.URL.Path)
 	apiWrites.WithLabelValues(resource).Inc()
 	resp, err := w.next.RoundTrip(req)
+	if l := writeLog.V(1); l.Enabled() {
+		status := 0
+		if err == nil {
+			status = resp.StatusCode
+		}
+		l.Info("API write", "method", req.Method, "path", req.URL.Path,
+			"fieldManager", req.URL.Query().Get("fieldManager"), "status", status)
+	}
 	if err == nil && resp.StatusCode == http.StatusConflict {
 		reason := "Conflict"
 		if req.Method == http.MethodPost {
