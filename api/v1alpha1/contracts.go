@@ -18,7 +18,8 @@ import (
 //
 //	| accessor                    | field                          | reader          | behind (owner)                                  |
 //	|-----------------------------|--------------------------------|-----------------|-------------------------------------------------|
-//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup | TLSReady (tls), TLSCurrent                      |
+//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup, user | TLSReady (tls), TLSCurrent                |
+//	| EtcdCluster.AuthOn          | (AuthReady's reason)           | user            | AuthReady (tls)                                 |
 //	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (data)                             |
 //	| EtcdCluster.ObservedMembers | status.members                 | backup          | status.observedGeneration (cluster)             |
 //	| EtcdCluster.ObservedID      | status.clusterID               | data            | status.observedGeneration (cluster)             |
@@ -71,6 +72,18 @@ func (c *EtcdCluster) TLSSpecHash() string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// AuthOn says what the tls controller's AuthReady says of the cluster's
+// current generation: known is false while it says nothing for it (or is
+// False: authentication is changing), on is true once authentication is
+// enabled in etcd as the spec asks.
+func (c *EtcdCluster) AuthOn() (on, known bool) {
+	cond := meta.FindStatusCondition(c.Status.Conditions, ConditionAuthReady)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != c.Generation {
+		return false, false
+	}
+	return cond.Reason == ReasonAuthEnabled, true
 }
 
 // CheckedRestore is status.restore, the snapshot a new cluster is made
