@@ -130,4 +130,3 @@ type EtcdUserList struct {
 func init() {
 	SchemeBuilder.Register(&EtcdUser{}, &EtcdUserList{})
 }
-

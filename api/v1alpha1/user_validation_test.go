@@ -47,7 +47,10 @@ func testUserValidation(t *testing.T, c client.Client) {
 		{name: "unknown access", spec: perms(etcdv1.KeyPermission{Prefix: "/a/", Access: "Write"}), wantErr: []string{msgUnsupported}},
 		{name: "prefix /", spec: perms(rw("/")), wantErr: []string{msgUserAllKeys}},
 		{name: "empty prefix", spec: perms(rw("")), wantErr: []string{msgUserAllKeys}},
-		{name: "prefix / with allowAllKeys", spec: func(sp *etcdv1.EtcdUserSpec) { sp.Permissions = []etcdv1.KeyPermission{rw("/")}; sp.AllowAllKeys = true }},
+		{name: "prefix / with allowAllKeys", spec: func(sp *etcdv1.EtcdUserSpec) {
+			sp.Permissions = []etcdv1.KeyPermission{rw("/")}
+			sp.AllowAllKeys = true
+		}},
 		{name: "empty prefix with allowAllKeys", spec: func(sp *etcdv1.EtcdUserSpec) { sp.Permissions = []etcdv1.KeyPermission{rw("")}; sp.AllowAllKeys = true }},
 		{name: "cluster name with a dot", spec: func(sp *etcdv1.EtcdUserSpec) { sp.ClusterName = "demo.prod" }, wantErr: []string{msgUserClusterName}},
 		{name: "cluster changes", patch: `{"spec":{"clusterName":"other"}}`, wantErr: []string{msgUserCluster}},
