@@ -16,15 +16,15 @@ import (
 // direct read in another controller's package fails
 // TestNoUndeclaredStatusReads.
 //
-//	| accessor                    | field                          | reader          | behind (owner)                                  |
-//	|-----------------------------|--------------------------------|-----------------|-------------------------------------------------|
-//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup, user | TLSReady (tls), TLSCurrent                |
-//	| EtcdCluster.AuthOn          | (AuthReady's reason)           | user            | AuthReady (tls)                                 |
-//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (data)                             |
-//	| EtcdCluster.ObservedMembers | status.members                 | backup          | status.observedGeneration (cluster)             |
-//	| EtcdCluster.ObservedID      | status.clusterID               | data            | status.observedGeneration (cluster)             |
-//	| EtcdMember.RegisteredRole   | status.role                    | data            | Registered (cluster)                            |
-//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster, data   | Complete (backup)                               |
+//	| accessor                    | field                          | reader                | behind (owner)                      |
+//	|-----------------------------|--------------------------------|-----------------------|-------------------------------------|
+//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup, user | TLSReady (tls), TLSCurrent          |
+//	| EtcdCluster.AuthOn          | (AuthReady's reason)           | user                  | AuthReady (tls)                     |
+//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster               | RestoreReady (data)                 |
+//	| EtcdCluster.ObservedMembers | status.members                 | backup                | status.observedGeneration (cluster) |
+//	| EtcdCluster.ObservedID      | status.clusterID               | data                  | status.observedGeneration (cluster) |
+//	| EtcdMember.RegisteredRole   | status.role                    | data                  | Registered (cluster)                |
+//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster, data         | Complete (backup)                   |
 //
 // Spec fields one controller writes for another to read: the cluster
 // controller writes each EtcdMember's spec (the member controller runs it,
