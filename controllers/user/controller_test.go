@@ -30,6 +30,7 @@ func TestEnvUserController(t *testing.T) {
 	t.Run("CreateChangeDelete", func(t *testing.T) { t.Parallel(); testCreateChangeDelete(t, e(t)) })
 	t.Run("AuthDisabled", func(t *testing.T) { t.Parallel(); testAuthDisabled(t, e(t)) })
 	t.Run("WaitingForCluster", func(t *testing.T) { t.Parallel(); testWaitingForCluster(t, e(t)) })
+	t.Run("NameConflict", func(t *testing.T) { t.Parallel(); testNameConflict(t, e(t)) })
 }
 
 type env struct {
@@ -252,5 +253,26 @@ func testWaitingForCluster(t *testing.T, e *env) {
 	}
 	if _, ok := e.secret(u.Status.SecretName).Data[user.PasswordKey]; ok {
 		t.Error("a password in the Secret of a user without spec.password")
+	}
+}
+
+// testNameConflict: a Secret under the user's Secret name that is not the
+// EtcdUser's is left as it is, and the user says so.
+func testNameConflict(t *testing.T, e *env) {
+	name := resources.UserSecretName(clusterName, "tenant-d")
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{etcdv1.ManagedByLabel: "raftsman"}},
+		Data: map[string][]byte{"mine": []byte("yes")}}
+	if err := e.c.Create(t.Context(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	e.createCluster(true)
+	e.setAvailable()
+	e.createUser("tenant-d", false, rw("/d/"))
+	e.waitReady("tenant-d", metav1.ConditionFalse, etcdv1.ReasonNameConflict)
+	if got := e.secret(name); string(got.Data["mine"]) != "yes" || len(got.Data) != 1 {
+		t.Errorf("the Secret that is not the user's was changed: %v", got.Data)
+	}
+	if _, ok := e.fake().User("tenant-d"); ok {
+		t.Error("the user reached etcd without its Secret")
 	}
 }

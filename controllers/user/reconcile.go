@@ -74,10 +74,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		retErr = errors.Join(retErr, err)
 	}()
-	// 1. the cluster: TLS and authentication ready; 2. the certificate and
-	// the Secret; 3. the intent (names) recorded; 4. the user and role in
-	// etcd; 5. come back to renew.
-	return kube.Run(ctx, s, r.readCluster, r.ensureSecret, recordIntent, r.ensureEtcdUser, renewLater)
+	// 1. the cluster: TLS and authentication ready; 2. the intent (the
+	// names) recorded; 3. the certificate and the Secret; 4. the user and
+	// role in etcd; 5. come back to renew.
+	return kube.Run(ctx, s, r.readCluster, recordIntent, r.ensureSecret, r.ensureEtcdUser, renewLater)
 }
 
 // notReadyEvent tells, once per reason, why a user stopped being Ready or
