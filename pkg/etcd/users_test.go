@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/raftsman/raftsman/pkg/pki"
 )
 
 func TestPrefixPermission(t *testing.T) {
@@ -153,6 +156,68 @@ func TestRealUsers(t *testing.T) {
 	}
 }
 
+// TestRealCertificateUser: a user made without a password logs in with a
+// client certificate whose common name is its name, reaches its prefix
+// only, and reaches nothing once deleted, on the connection it had open.
+func TestRealCertificateUser(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	ca, err := pki.NewCA("test CA", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(name string, req pki.Request) Credentials {
+		kp, err := pki.Issue(ca, req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for suffix, b := range map[string][]byte{".crt": kp.CertPEM, ".key": kp.KeyPEM} {
+			if err := os.WriteFile(filepath.Join(dir, name+suffix), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return Credentials{CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM, CAPEM: ca.CertPEM}
+	}
+	issue("server", pki.Request{CommonName: "etcd-server", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: pki.UsageServer, Lifetime: time.Hour})
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rootCreds := issue("root", pki.Request{CommonName: "root", Usage: pki.UsageClient, Lifetime: time.Hour})
+	userCreds := issue("tenant-a", pki.Request{CommonName: "tenant-a", Usage: pki.UsageClient, Lifetime: time.Hour})
+	rootTLS, err := rootCreds.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := startLocalEtcdWith(t, "https", []string{"--cert-file", filepath.Join(dir, "server.crt"), "--key-file", filepath.Join(dir, "server.key"),
+		"--trusted-ca-file", filepath.Join(dir, "ca.crt"), "--client-cert-auth"}, rootTLS)
+	factory := NewClientFactory()
+	t.Cleanup(func() { factory.Forget("c") })
+	admin, err := factory.Get(t.Context(), "c", []string{endpoint}, rootCreds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.EnableAuth(t.Context(), "root-pw"); err != nil {
+		t.Fatalf("EnableAuth: %v", err)
+	}
+	u := User{Name: "tenant-a", Role: "raftsman-user-tenant-a", Permissions: []Permission{PrefixPermission("/a/", AccessReadWrite)}}
+	if err := admin.EnsureUser(t.Context(), u); err != nil {
+		t.Fatalf("EnsureUser: %v", err)
+	}
+	userTLS, err := userCreds.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := dialTLS(t, endpoint, "", "", userTLS)
+	checkAccess(t, user, map[string]bool{"/a/x": true, "/b/x": false})
+	if err := admin.DeleteUser(t.Context(), u.Name, u.Role); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	checkAccess(t, user, map[string]bool{"/a/x": false})
+	if _, err := user.Get(t.Context(), "/a/x"); !errors.Is(rpctypes.Error(err), rpctypes.ErrPermissionDenied) {
+		t.Errorf("read with a deleted user's certificate: %v, want permission denied", err)
+	}
+}
+
 // checkAccess writes each key and says whether etcd let the user.
 func checkAccess(t *testing.T, c *clientv3.Client, want map[string]bool) {
 	t.Helper()
@@ -169,7 +234,12 @@ func checkAccess(t *testing.T, c *clientv3.Client, want map[string]bool) {
 
 func dial(t *testing.T, endpoint, user, password string) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Username: user, Password: password,
+	return dialTLS(t, endpoint, user, password, nil)
+}
+
+func dialTLS(t *testing.T, endpoint, user, password string, tc *tls.Config) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Username: user, Password: password, TLS: tc,
 		DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +251,13 @@ func dial(t *testing.T, endpoint, user, password string) *clientv3.Client {
 // startLocalEtcd runs one etcd member on loopback, from the envtest
 // assets, and returns its client URL. Without the binary the test skips.
 func startLocalEtcd(t *testing.T) string {
+	t.Helper()
+	return startLocalEtcdWith(t, "http", nil, nil)
+}
+
+// startLocalEtcdWith runs it with scheme, extra flags, and a client TLS
+// configuration to check it is up with.
+func startLocalEtcdWith(t *testing.T, scheme string, flags []string, tc *tls.Config) string {
 	t.Helper()
 	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcd")
 	if fi, err := os.Stat(bin); os.Getenv("KUBEBUILDER_ASSETS") == "" || err != nil || fi.IsDir() {
@@ -195,9 +272,9 @@ func startLocalEtcd(t *testing.T) string {
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
 	}
-	client, peer := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	cmd := exec.Command(bin, "--name", "u", "--data-dir", t.TempDir(), "--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "u="+peer, "--log-level", "error")
+	client, peer := fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	cmd := exec.Command(bin, append([]string{"--name", "u", "--data-dir", t.TempDir(), "--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "u=" + peer, "--log-level", "error"}, flags...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +282,7 @@ func startLocalEtcd(t *testing.T) string {
 	// etcd's client waits for the connection: one read tells it is up.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if _, err := dial(t, client, "", "").Get(ctx, "ready"); err != nil {
+	if _, err := dialTLS(t, client, "", "", tc).Get(ctx, "ready"); err != nil {
 		t.Fatalf("etcd at %s not ready: %v", client, err)
 	}
 	return client
