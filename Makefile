@@ -45,7 +45,7 @@ dist: manifests $(KUBECTL) ## one file per install: every namespace (install.yam
 	go run ./hack/chartgen -kubectl $(KUBECTL) -default dist/install.yaml -namespaced dist/install-namespaced.yaml -out charts/raftsman
 
 docs: ## docs/api.md, the API reference, from the Go types and comments of api/v1alpha1
-	go run ./hack/apidocs -dir api/v1alpha1 -out docs/api.md -kinds EtcdCluster,EtcdBackup,EtcdMember
+	go run ./hack/apidocs -dir api/v1alpha1 -out docs/api.md -kinds EtcdCluster,EtcdBackup,EtcdMember,EtcdUser
 
 verify-generated: generate manifests dist docs ## fails when generated files (both installs in dist/, the chart, docs/api.md) are not committed, or a relative link in a Markdown file is broken
 	@if [ -n "$$(git status --porcelain -- api config dist charts docs/api.md)" ]; then \

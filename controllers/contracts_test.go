@@ -28,6 +28,7 @@ func TestNoUndeclaredStatusReads(t *testing.T) {
 		"EtcdCluster": reflect.TypeFor[etcdv1.EtcdClusterStatus](),
 		"EtcdMember":  reflect.TypeFor[etcdv1.EtcdMemberStatus](),
 		"EtcdBackup":  reflect.TypeFor[etcdv1.EtcdBackupStatus](),
+		"EtcdUser":    reflect.TypeFor[etcdv1.EtcdUserStatus](),
 	} {
 		for f := range typ.Fields() {
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -57,6 +58,7 @@ func TestNoUndeclaredStatusReads(t *testing.T) {
 		"tls":     {"EtcdCluster/tls"},
 		"backup":  {"EtcdBackup/" + backup.ControllerName},
 		"data":    {"EtcdCluster/" + data.StatusOwner},
+		"user":    {"EtcdUser/user"},
 	}
 	dirs, err := filepath.Glob("*/controller.go")
 	if err != nil {

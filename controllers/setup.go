@@ -13,6 +13,7 @@ import (
 	"github.com/raftsman/raftsman/controllers/member"
 	"github.com/raftsman/raftsman/controllers/tls"
 	"github.com/raftsman/raftsman/controllers/undecodable"
+	"github.com/raftsman/raftsman/controllers/user"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
 )
@@ -25,6 +26,9 @@ type Options struct {
 	// Data: its agent image and the deadline of its Pods are the backup
 	// controller's (Setup copies them).
 	Data data.Options
+	// User: its cluster domain and etcd timeout are the cluster
+	// controller's (Setup copies them).
+	User user.Options
 	// Etcd makes the etcd clients; a fake in tests.
 	Etcd etcd.Factory
 }
@@ -53,7 +57,7 @@ type Options struct {
 // patch the labels of new clusters and backups they watch.
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=list;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;patch
-// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters;etcdbackups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters;etcdbackups;etcdusers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdmembers,verbs=list;patch
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=list;patch
 // The metrics endpoint checks its clients' tokens and rights: cluster-scoped
@@ -114,6 +118,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupBackupAndData(mgr, c, opts); err != nil {
 		return err
 	}
+	if err := setupUsers(mgr, c, opts); err != nil {
+		return err
+	}
 	if err := undecodable.SetupWithManager(mgr, mgr.GetEventRecorder("raftsman-"+undecodable.ControllerName)); err != nil {
 		return fmt.Errorf("set up the undecodable controller: %w", err)
 	}
@@ -138,6 +145,22 @@ func setupBackupAndData(mgr ctrl.Manager, c client.Client, opts Options) error {
 		Options:  opts.Data,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the data controller: %w", err)
+	}
+	return nil
+}
+
+// setupUsers adds the user controller, which reaches etcd as the tls
+// controller does: same cluster domain, same timeout.
+func setupUsers(mgr ctrl.Manager, c client.Client, opts Options) error {
+	opts.User.ClusterDomain = opts.Cluster.ClusterDomain
+	opts.User.EtcdTimeout = opts.Cluster.EtcdTimeout
+	if err := (&user.Reconciler{
+		Client:   c,
+		Recorder: mgr.GetEventRecorder("raftsman-" + user.ControllerName),
+		Etcd:     opts.Etcd,
+		Options:  opts.User,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the user controller: %w", err)
 	}
 	return nil
 }

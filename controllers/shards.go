@@ -60,6 +60,9 @@ func SetupShards(root ctrl.Manager, opts Options, so ShardOptions) error {
 	if err := (&shard.BackupLabeler{Client: root.GetClient(), Shards: so.Shards}).SetupWithManager(root); err != nil {
 		return fmt.Errorf("set up the backup labeler: %w", err)
 	}
+	if err := (&shard.UserLabeler{Client: root.GetClient(), Shards: so.Shards}).SetupWithManager(root); err != nil {
+		return fmt.Errorf("set up the user labeler: %w", err)
+	}
 	cs, err := kubernetes.NewForConfig(root.GetConfig())
 	if err != nil {
 		return fmt.Errorf("client for the Leases: %w", err)

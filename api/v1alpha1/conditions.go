@@ -23,6 +23,7 @@ package v1alpha1
 //	| EtcdMember  | Serving      | controllers/member  |
 //	| EtcdBackup  | Complete     | controllers/backup  |
 //	| EtcdBackup  | Failed       | controllers/backup  |
+//	| EtcdUser    | Ready        | controllers/user    |
 //
 // The owner names in Owners and StatusFields are those of the controllers'
 // field managers (FieldManager), which every object they wrote records.
@@ -36,6 +37,8 @@ package v1alpha1
 // restore a cluster that lost its quorum from its newest backup. Before it
 // forces a member with --force-new-cluster, it waits for every other
 // member's Ready to say Fenced (no Pod left) for that member's generation.
+// The user controller reads status.tls behind TLSReady, and changes etcd's
+// users only while AuthReady says AuthEnabled for the cluster's generation.
 const (
 	// ConditionAvailable is True while a quorum of voting members is healthy,
 	// so the cluster serves reads and writes.
@@ -124,6 +127,9 @@ var Owners = map[string]map[string]string{
 		ConditionComplete: "backup",
 		ConditionFailed:   "backup",
 	},
+	"EtcdUser": {
+		ConditionReady: "user",
+	},
 }
 
 // StatusFields maps each status field (by its JSON name) to the controller
@@ -171,6 +177,14 @@ var StatusFields = map[string]map[string]string{
 		"etcdVersion":    "backup",
 		"startTime":      "backup",
 		"completionTime": "backup",
+	},
+	"EtcdUser": {
+		"secretName":           "user",
+		"userName":             "user",
+		"roleName":             "user",
+		"notAfter":             "user",
+		"renewAt":              "user",
+		"appliedSecretVersion": "user",
 	},
 }
 
@@ -423,4 +437,15 @@ const (
 	ReasonNoVolume = "NoVolume"
 	// ReasonReleasingVolume: the PVC is being released (VolumeRetained False).
 	ReasonReleasingVolume = "ReleasingVolume"
+)
+
+// Reasons of an EtcdUser's Ready condition. AuthDisabled, ClusterNotFound,
+// EtcdError and NameConflict are shared with other kinds.
+const (
+	// ReasonRolesApplied: the user, its role with the spec's permissions
+	// and its Secret are in place (Ready True).
+	ReasonRolesApplied = "RolesApplied"
+	// ReasonWaitingForCluster: the cluster's TLSReady or AuthReady is not
+	// True for its current generation yet (Ready False).
+	ReasonWaitingForCluster = "WaitingForCluster"
 )

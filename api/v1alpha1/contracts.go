@@ -16,14 +16,15 @@ import (
 // direct read in another controller's package fails
 // TestNoUndeclaredStatusReads.
 //
-//	| accessor                    | field                          | reader          | behind (owner)                                  |
-//	|-----------------------------|--------------------------------|-----------------|-------------------------------------------------|
-//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup | TLSReady (tls), TLSCurrent                      |
-//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster         | RestoreReady (data)                             |
-//	| EtcdCluster.ObservedMembers | status.members                 | backup          | status.observedGeneration (cluster)             |
-//	| EtcdCluster.ObservedID      | status.clusterID               | data            | status.observedGeneration (cluster)             |
-//	| EtcdMember.RegisteredRole   | status.role                    | data            | Registered (cluster)                            |
-//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster, data   | Complete (backup)                               |
+//	| accessor                    | field                          | reader                | behind (owner)                      |
+//	|-----------------------------|--------------------------------|-----------------------|-------------------------------------|
+//	| EtcdCluster.TLSSecrets      | status.tls                     | cluster, backup, user | TLSReady (tls), TLSCurrent          |
+//	| EtcdCluster.AuthOn          | (AuthReady's reason)           | user                  | AuthReady (tls)                     |
+//	| EtcdCluster.CheckedRestore  | status.restore                 | cluster               | RestoreReady (data)                 |
+//	| EtcdCluster.ObservedMembers | status.members                 | backup                | status.observedGeneration (cluster) |
+//	| EtcdCluster.ObservedID      | status.clusterID               | data                  | status.observedGeneration (cluster) |
+//	| EtcdMember.RegisteredRole   | status.role                    | data                  | Registered (cluster)                |
+//	| EtcdBackup.Snapshot         | status (key, uri, sha256, ...) | cluster, data         | Complete (backup)                   |
 //
 // Spec fields one controller writes for another to read: the cluster
 // controller writes each EtcdMember's spec (the member controller runs it,
@@ -71,6 +72,18 @@ func (c *EtcdCluster) TLSSpecHash() string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// AuthOn says what the tls controller's AuthReady says of the cluster's
+// current generation: known is false while it says nothing for it (or is
+// False: authentication is changing), on is true once authentication is
+// enabled in etcd as the spec asks.
+func (c *EtcdCluster) AuthOn() (on, known bool) {
+	cond := meta.FindStatusCondition(c.Status.Conditions, ConditionAuthReady)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != c.Generation {
+		return false, false
+	}
+	return cond.Reason == ReasonAuthEnabled, true
 }
 
 // CheckedRestore is status.restore, the snapshot a new cluster is made

@@ -50,3 +50,32 @@ func TestTLSCurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthOn: AuthReady counts only for the current generation.
+func TestAuthOn(t *testing.T) {
+	t.Parallel()
+	with := func(gen, condGen int64, status metav1.ConditionStatus, reason string) *EtcdCluster {
+		c := &EtcdCluster{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
+		c.Status.Conditions = []metav1.Condition{{Type: ConditionAuthReady, Status: status, Reason: reason, ObservedGeneration: condGen}}
+		return c
+	}
+	for _, tt := range []struct {
+		name          string
+		c             *EtcdCluster
+		on, wantKnown bool
+	}{
+		{name: "enabled for this generation", c: with(2, 2, metav1.ConditionTrue, ReasonAuthEnabled), on: true, wantKnown: true},
+		{name: "disabled for this generation", c: with(2, 2, metav1.ConditionTrue, ReasonAuthDisabled), on: false, wantKnown: true},
+		{name: "enabled for an earlier generation", c: with(3, 2, metav1.ConditionTrue, ReasonAuthEnabled)},
+		{name: "changing", c: with(2, 2, metav1.ConditionFalse, ReasonWaitingForAvailable)},
+		{name: "no condition", c: &EtcdCluster{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			on, known := tt.c.AuthOn()
+			if on != tt.on || known != tt.wantKnown {
+				t.Errorf("AuthOn = %t, %t; want %t, %t", on, known, tt.on, tt.wantKnown)
+			}
+		})
+	}
+}

@@ -50,6 +50,9 @@ const (
 	ScheduledAtAnnotation = "etcd.raftsman.io/scheduled-at"
 	// BackupFinalizer holds an EtcdBackup until its snapshot is deleted.
 	BackupFinalizer = "etcd.raftsman.io/backup-data"
+	// UserFinalizer holds an EtcdUser until its user and role are deleted
+	// from etcd.
+	UserFinalizer = "etcd.raftsman.io/etcd-user"
 
 	// TrustRevisionAnnotation on a member Pod is the trust revision it
 	// started with.

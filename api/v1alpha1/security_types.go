@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -55,6 +57,23 @@ type TLSSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.tls.renewBefore must be at least 1m: a renewed certificate takes up to a minute to reach the members' volumes, and the old one must not expire first"
 	// +optional
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}
+
+// Lifetime of the certificates the operator issues: 90 days when unset.
+func (t TLSSpec) Lifetime() time.Duration {
+	if l := t.CertificateLifetime; l != nil && l.Duration > 0 {
+		return l.Duration
+	}
+	return 90 * 24 * time.Hour
+}
+
+// RenewBeforeExpiry is spec.tls.renewBefore; 0 (a third of the lifetime,
+// see pki.RenewAt) when unset.
+func (t TLSSpec) RenewBeforeExpiry() time.Duration {
+	if rb := t.RenewBefore; rb != nil {
+		return rb.Duration
+	}
+	return 0
 }
 
 // TLSSource is where a certificate comes from: at most one of the three.

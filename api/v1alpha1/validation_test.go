@@ -128,6 +128,7 @@ func TestEnvValidation(t *testing.T) {
 	t.Run("Defaults", func(t *testing.T) { t.Parallel(); testDefaults(t, c) })
 	t.Run("MinimalManifests", func(t *testing.T) { t.Parallel(); testMinimalManifests(t, c) })
 	t.Run("EtcdBackup", func(t *testing.T) { t.Parallel(); testBackupValidation(t, c) })
+	t.Run("EtcdUser", func(t *testing.T) { t.Parallel(); testUserValidation(t, c) })
 	t.Run("OldSchemaObjectsRefused", func(t *testing.T) { t.Parallel(); testOldSchemaObjectsRefused(t, c) })
 	t.Run("ShrinkHoldsTheDatabase", func(t *testing.T) { t.Parallel(); testShrinkHoldsTheDatabase(t, c) })
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/raftsman/raftsman/controllers/cluster"
 	"github.com/raftsman/raftsman/controllers/data"
 	"github.com/raftsman/raftsman/controllers/tls"
+	"github.com/raftsman/raftsman/controllers/user"
 	"github.com/raftsman/raftsman/internal/probe"
 	"github.com/raftsman/raftsman/pkg/agent"
 	"github.com/raftsman/raftsman/pkg/kube"
@@ -40,7 +41,7 @@ func main() {
 		metricsAddr, probeAddr string
 		leaderElect            bool
 		metricsSecure          bool
-		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions(), Backup: backup.DefaultOptions(), Data: data.DefaultOptions()}
+		opts                   = controllers.Options{Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions(), Backup: backup.DefaultOptions(), Data: data.DefaultOptions(), User: user.DefaultOptions()}
 		shards                 = controllers.DefaultShardOptions()
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 turns it off.")

@@ -21,19 +21,9 @@ import (
 // with authentication on, etcd takes it as the user name.
 const rootCommonName = "root"
 
-func lifetime(c *etcdv1.EtcdCluster) time.Duration {
-	if l := c.Spec.TLS.CertificateLifetime; l != nil && l.Duration > 0 {
-		return l.Duration
-	}
-	return 90 * 24 * time.Hour
-}
+func lifetime(c *etcdv1.EtcdCluster) time.Duration { return c.Spec.TLS.Lifetime() }
 
-func renewBefore(c *etcdv1.EtcdCluster) time.Duration {
-	if rb := c.Spec.TLS.RenewBefore; rb != nil {
-		return rb.Duration
-	}
-	return 0
-}
+func renewBefore(c *etcdv1.EtcdCluster) time.Duration { return c.Spec.TLS.RenewBeforeExpiry() }
 
 // Keys of the CA Secret besides tls.crt and tls.key (the CA that signs):
 // during a rotation the incoming CA, trusted but not signing yet, and after

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Member is one etcd member as MemberList reports it.
@@ -122,6 +124,59 @@ type Client interface {
 	SetRootPassword(ctx context.Context, password string) error
 	// DisableAuth turns authentication off.
 	DisableAuth(ctx context.Context) error
+
+	// EnsureUser makes etcd hold the user as u says: its role with exactly
+	// u.Permissions (those granted before and no longer wanted are
+	// revoked), the user with that role and no other (root's included),
+	// and its password. Every part of it may run again.
+	EnsureUser(ctx context.Context, u User) error
+	// DeleteUser removes a user and its role; either being gone already
+	// is not an error.
+	DeleteUser(ctx context.Context, name, role string) error
+}
+
+// Access is what a role may do with a range of keys.
+type Access int
+
+const (
+	// AccessRead: range and watch.
+	AccessRead Access = iota
+	// AccessWrite: put and delete.
+	AccessWrite
+	// AccessReadWrite: both.
+	AccessReadWrite
+)
+
+func (a Access) String() string { return [...]string{"read", "write", "readwrite"}[a] }
+
+// Permission lets a role use the keys from Key up to RangeEnd (excluded;
+// Key alone when RangeEnd is empty).
+type Permission struct {
+	Key, RangeEnd string
+	Access        Access
+}
+
+// PrefixPermission covers every key that starts with prefix; "" covers
+// every key.
+func PrefixPermission(prefix string, a Access) Permission {
+	if prefix == "" {
+		// etcd's "every key": from the smallest key, to no end.
+		return Permission{Key: "\x00", RangeEnd: "\x00", Access: a}
+	}
+	return Permission{Key: prefix, RangeEnd: clientv3.GetPrefixRangeEnd(prefix), Access: a}
+}
+
+// User is an etcd user the operator keeps, with one role of its own.
+type User struct {
+	Name string
+	// Role is the user's only role, with Permissions.
+	Role        string
+	Permissions []Permission
+	// Password is the user's password; empty makes a user that can log in
+	// only with a certificate (its common name), when etcd adds it.
+	Password string
+	// SetPassword sets Password on a user that exists already.
+	SetPassword bool
 }
 
 // Credentials are what the operator presents to etcd: PEM client
@@ -189,6 +244,8 @@ var (
 	ErrNotLearner = errors.New("member is not a learner")
 	// ErrPeerURLExists: a member with that peer URL is already there.
 	ErrPeerURLExists = errors.New("peer URL already exists")
+	// ErrRootUser: the operator never makes root an ordinary user.
+	ErrRootUser = errors.New("root is the operator's administrator, not a user it keeps")
 	// ErrUnreachable: no endpoint answered.
 	ErrUnreachable = errors.New("etcd unreachable")
 )

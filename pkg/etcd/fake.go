@@ -37,6 +37,9 @@ type Fake struct {
 
 	authEnabled  bool
 	rootPassword string
+	// users and roles are those EnsureUser made (and AddUser put there).
+	users map[string]*FakeUser
+	roles map[string]map[rangeKey]Access
 	// creds are the credentials of the last Get of this cluster.
 	creds Credentials
 }

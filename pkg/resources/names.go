@@ -53,6 +53,15 @@ func ServerTLSSecretName(cluster string) string       { return cluster + "-serve
 func ClientTLSSecretName(cluster string) string       { return cluster + "-client-tls" }
 func RootCredentialsSecretName(cluster string) string { return cluster + "-root-credentials" }
 
+// UserSecretName is the Secret of an EtcdUser's credentials; the user
+// controller writes it only when the EtcdUser owns it, so that a name
+// shared with another cluster's Secret is a conflict, not a takeover.
+func UserSecretName(cluster, user string) string { return cluster + "-user-" + user }
+
+// UserRoleName is the etcd role the operator keeps for an EtcdUser, the
+// user's only role.
+func UserRoleName(user string) string { return "raftsman-user-" + user }
+
 // CertManagerName names the cert-manager Certificate, and the Secret it
 // writes, of one purpose (peer or server) of a cluster.
 func CertManagerName(cluster, purpose string) string { return cluster + "-" + purpose + "-cm" }

@@ -104,22 +104,52 @@ func (l *BackupLabeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := l.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	want := map[string]string{etcdv1.ClusterLabel: b.Spec.ClusterName, etcdv1.ShardLabel: Label(Of(b.Namespace, b.Spec.ClusterName, l.Shards))}
+	return ctrl.Result{}, labelForCluster(ctx, l.Client, b, b.Spec.ClusterName, l.Shards)
+}
+
+// UserLabeler gives each EtcdUser the cluster and shard labels of the
+// cluster it names, as BackupLabeler does for backups.
+type UserLabeler struct {
+	client.Client
+	Shards int
+}
+
+// SetupWithManager registers the labeler.
+func (l *UserLabeler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("user-labeler").
+		For(&etcdv1.EtcdUser{}).
+		Complete(l)
+}
+
+// Reconcile labels one user.
+func (l *UserLabeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	u := &etcdv1.EtcdUser{}
+	if err := l.Get(ctx, req.NamespacedName, u); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, labelForCluster(ctx, l.Client, u, u.Spec.ClusterName, l.Shards)
+}
+
+// labelForCluster adds the cluster and shard labels of cluster to obj,
+// those it lacks only.
+func labelForCluster(ctx context.Context, c client.Client, obj client.Object, cluster string, shards int) error {
+	want := map[string]string{etcdv1.ClusterLabel: cluster, etcdv1.ShardLabel: Label(Of(obj.GetNamespace(), cluster, shards))}
 	labels := map[string]string{}
 	for k, v := range want {
-		if _, ok := b.Labels[k]; !ok {
+		if _, ok := obj.GetLabels()[k]; !ok {
 			labels[k] = v
 		}
 	}
 	if len(labels) == 0 {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
-	if err := l.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("label backup %s: %w", req, err)
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("label %s with its cluster's shard: %w", obj.GetName(), err)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }

@@ -72,6 +72,7 @@ func relabelIn(ctx context.Context, c client.Client, n int, namespace string) (m
 var childKinds = []schema.GroupVersionKind{
 	etcdv1.GroupVersion.WithKind("EtcdMemberList"),
 	etcdv1.GroupVersion.WithKind("EtcdBackupList"),
+	etcdv1.GroupVersion.WithKind("EtcdUserList"),
 	corev1.SchemeGroupVersion.WithKind("PodList"),
 	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"),
 	corev1.SchemeGroupVersion.WithKind("ServiceList"),
