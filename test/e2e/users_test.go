@@ -260,9 +260,11 @@ func startTenantAPIServer(ctx context.Context, t *testing.T, bin, endpoint, pref
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		<-exited
 		_ = log.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(log.Name()); err == nil {
@@ -275,6 +277,11 @@ func startTenantAPIServer(ctx context.Context, t *testing.T, bin, endpoint, pref
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, 2*time.Minute, "kube-apiserver "+prefix+" ready", func() (bool, error) {
+		select {
+		case <-exited:
+			t.Fatalf("kube-apiserver %s exited before it was ready (its log follows)", prefix)
+		default:
+		}
 		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil, err
 	})
@@ -301,12 +308,14 @@ func writeServiceAccountKey(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	// SEC 1 ("EC PRIVATE KEY"): the API server reads the public key for
+	// --service-account-key-file from it, which it does not from PKCS #8.
+	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "sa.key")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
