@@ -93,7 +93,10 @@ type statusReport struct {
 	// newest is the newest EtcdBackup of the cluster, in any state.
 	newest *etcdv1.EtcdBackup
 	certs  []certRow
-	now    time.Time
+	// users are the cluster's EtcdUsers; usersErr why they are unknown.
+	users    []etcdv1.EtcdUser
+	usersErr string
+	now      time.Time
 }
 
 // memberRow is one member as the operator and etcd see it.
@@ -147,6 +150,7 @@ func collectStatus(ctx context.Context, e *env, name string, askEtcd bool) (*sta
 	default:
 		r.askEtcd(ctx, e)
 	}
+	r.users, r.usersErr = clusterUsers(ctx, e, c)
 	if r.newest, err = newestBackup(ctx, e.c, c); err != nil {
 		return nil, err
 	}
@@ -482,7 +486,46 @@ func renderUpkeep(out io.Writer, r *statusReport) {
 		line(w, "%s\t%s", map[bool]string{true: "Backup:", false: ""}[i == 0], b)
 	}
 	r.certLines(w)
+	line(w, "Users:\t%s", r.userText())
 	_ = w.Flush()
+}
+
+// clusterUsers lists the EtcdUsers of c; one who may not list them gets
+// why instead.
+func clusterUsers(ctx context.Context, e *env, c *etcdv1.EtcdCluster) ([]etcdv1.EtcdUser, string) {
+	list := &etcdv1.EtcdUserList{}
+	if err := e.c.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
+		return nil, err.Error()
+	}
+	var out []etcdv1.EtcdUser
+	for _, u := range list.Items {
+		if u.Spec.ClusterName == c.Name {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b etcdv1.EtcdUser) int { return strings.Compare(a.Name, b.Name) })
+	return out, ""
+}
+
+// userText names each EtcdUser with its Ready condition.
+func (r *statusReport) userText() string {
+	if r.usersErr != "" {
+		return "unknown: " + r.usersErr
+	}
+	if len(r.users) == 0 {
+		return "none (EtcdUser)"
+	}
+	parts := make([]string, 0, len(r.users))
+	for _, u := range r.users {
+		state := "not ready yet"
+		if c := meta.FindStatusCondition(u.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+			state = "ready"
+		} else if c != nil {
+			state = "not ready: " + c.Reason
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d prefixes, %s)", u.Name, len(u.Spec.Permissions), state))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // certLines writes the certificates' lines: each one's subject and expiry,

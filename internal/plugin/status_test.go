@@ -48,6 +48,7 @@ func TestStatus(t *testing.T) {
 			`^ +server +sample-server-tls +CN=etcd-server, expires 2026-02-01T03:04:05Z \(in 30d\)$`,
 			`^ +CA +sample-ca +operator's CA, expires 2035-12-31T03:04:05Z \(in 10y\)$`,
 			`^ +renewal +next at 2026-03-03T03:04:05Z \(in 60d\)$`,
+			`^Users: +none \(EtcdUser\)$`,
 			`^CONDITION +STATUS +REASON +AGE +MESSAGE$`,
 			`^Available +True +QuorumHealthy +10m +3 of 3 voters healthy$`,
 		},
@@ -189,6 +190,19 @@ func TestStatus(t *testing.T) {
 			`^ +sample-ddddd: replaces sample-bbbbb$`,
 		},
 		notWant: []string{`sample-ddddd: on`},
+	}, {
+		name: "users of the cluster",
+		extra: []client.Object{
+			&etcdv1.EtcdUser{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b", Namespace: "prod"}, Spec: etcdv1.EtcdUserSpec{ClusterName: "sample",
+				Permissions: []etcdv1.KeyPermission{{Prefix: "/b/"}}},
+				Status: etcdv1.EtcdUserStatus{Conditions: []metav1.Condition{{Type: etcdv1.ConditionReady, Status: metav1.ConditionFalse, Reason: etcdv1.ReasonAuthDisabled}}}},
+			&etcdv1.EtcdUser{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Namespace: "prod"}, Spec: etcdv1.EtcdUserSpec{ClusterName: "sample",
+				Permissions: []etcdv1.KeyPermission{{Prefix: "/a/"}, {Prefix: "/shared/"}}},
+				Status: etcdv1.EtcdUserStatus{Conditions: []metav1.Condition{{Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonRolesApplied}}}},
+			&etcdv1.EtcdUser{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "prod"}, Spec: etcdv1.EtcdUserSpec{ClusterName: "other",
+				Permissions: []etcdv1.KeyPermission{{Prefix: "/o/"}}}},
+		},
+		want: []string{`^Users: +tenant-a \(2 prefixes, ready\), tenant-b \(1 prefixes, not ready: AuthDisabled\)$`},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
