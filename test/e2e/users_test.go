@@ -242,6 +242,13 @@ func startTenantAPIServer(ctx context.Context, t *testing.T, bin, endpoint, pref
 	t.Helper()
 	dir := writeCreds(t, creds)
 	saKey := writeServiceAccountKey(t, dir)
+	// With the AlwaysAllow authorizer the API server turns anonymous
+	// requests off: the test authenticates with a static token.
+	token := "tenant-test-token"
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+",tenant-test,tenant-test,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	port := freeLocalPort(t)
 	log, err := os.Create(filepath.Join(dir, "kube-apiserver.log"))
 	if err != nil {
@@ -255,7 +262,7 @@ func startTenantAPIServer(ctx context.Context, t *testing.T, bin, endpoint, pref
 		"--etcd-compaction-interval=0",
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--cert-dir="+filepath.Join(dir, "serving"),
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey,
-		"--authorization-mode=AlwaysAllow", "--service-cluster-ip-range=10.96.0.0/24", "--endpoint-reconciler-type=none")
+		"--authorization-mode=AlwaysAllow", "--token-auth-file="+tokens, "--service-cluster-ip-range=10.96.0.0/24", "--endpoint-reconciler-type=none")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -272,7 +279,7 @@ func startTenantAPIServer(ctx context.Context, t *testing.T, bin, endpoint, pref
 			}
 		}
 	})
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", port), TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", port), BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
