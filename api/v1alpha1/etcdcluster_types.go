@@ -259,6 +259,8 @@ type StorageSpec struct {
 	// StorageClassName of the member volumes; the default class when empty.
 	// Setting another replaces the members onto volumes of that class;
 	// removing it leaves the running members where they are.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.storage.storageClassName must name a StorageClass: lowercase letters, digits, '-' and '.', at most 253 characters"
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
