@@ -109,20 +109,19 @@ func (r *Reconciler) startReplacement(ctx context.Context, s *scope, o *etcdv1.E
 // continueReplacement waits for n, the member that replaces o, to be a
 // healthy voter, then deletes o's EtcdMember.
 func (r *Reconciler) continueReplacement(ctx context.Context, s *scope, n, o *etcdv1.EtcdMember) (ctrl.Result, error) {
-	_, current := s.nextToReplace()
-	total := int(resources.Replicas(s.cluster))
+	step := s.replacementStep()
 	s.progress = etcdv1.ReasonReplacingMembers
 	if !s.settled(n) {
 		// Being caught up shows in no watched object: look again soon.
-		s.progressMsg = fmt.Sprintf("Replacing member %s (%d of %d): waiting for %s to be a healthy voter (%s)", o.Name, current, total, n.Name, s.unsettledWhy(n))
+		s.progressMsg = fmt.Sprintf("%s: waiting for %s to be a healthy voter (%s)", step, n.Name, s.unsettledWhy(n))
 		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
 	if !s.healthyVotersBut(o) {
-		s.waiting, s.waitingMsg = etcdv1.ReasonReplacingMembers, fmt.Sprintf("Replacing member %s (%d of %d): %s is a voter; %s is removed once every other member is a healthy voter", o.Name, current, total, n.Name, o.Name)
+		s.waiting, s.waitingMsg = etcdv1.ReasonReplacingMembers, fmt.Sprintf("%s: %s is a voter; %s is removed once every other member is a healthy voter", step, n.Name, o.Name)
 		return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 	}
-	s.progressMsg = fmt.Sprintf("Replacing member %s (%d of %d): %s is a healthy voter; removing %s", o.Name, current, total, n.Name, o.Name)
-	return r.removeReplaced(ctx, s, o, fmt.Sprintf("Member %s (%d of %d) is replaced by %s, a healthy voter; %s leaves etcd", o.Name, current, total, n.Name, o.Name))
+	s.progressMsg = fmt.Sprintf("%s: %s is a healthy voter; removing %s", step, n.Name, o.Name)
+	return r.removeReplaced(ctx, s, o, fmt.Sprintf("Member %s is replaced by %s, a healthy voter, and leaves etcd (%s)", o.Name, n.Name, step))
 }
 
 // removeReplaced deletes the EtcdMember of o, a replaced member: the
