@@ -89,7 +89,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Etcd:      opts.Etcd,
 		Options:   opts.Cluster,
 		// Per shard: each shard's long calls are bounded on their own.
-		Long: &cluster.LongCalls{Limit: opts.Cluster.LongCalls},
+		Long:     &cluster.LongCalls{Limit: opts.Cluster.LongCalls},
+		Observer: &cluster.Observer{Limit: opts.Cluster.Observations, Wait: opts.Cluster.ObserveWait},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the cluster controller: %w", err)
 	}

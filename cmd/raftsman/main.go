@@ -72,6 +72,8 @@ func main() {
 	flag.DurationVar(&opts.TLS.UserSecretInterval, "user-secret-interval", opts.TLS.UserSecretInterval, "How often Secrets that users bring (certificates, root credentials) are read again.")
 	flag.IntVar(&opts.Cluster.Workers, "workers", opts.Cluster.Workers, "How many clusters, and how many members, are reconciled at once.")
 	flag.IntVar(&opts.Cluster.LongCalls, "long-calls", opts.Cluster.LongCalls, "How many etcd calls that may take minutes (defragmentations) run at once per shard, beside the reconcile workers.")
+	flag.IntVar(&opts.Cluster.Observations, "observations", opts.Cluster.Observations, "How many looks at clusters' etcd (member list, member status, alarms) run at once per shard beside the reconcile workers, in each of two lanes: clusters that answered last time, and those that did not.")
+	flag.DurationVar(&opts.Cluster.ObserveWait, "observe-wait", opts.Cluster.ObserveWait, "How long a pass waits for etcd's answer about a cluster that answered last time; a look that takes longer goes on beside the workers, the cluster counted as suspect until it answers again.")
 	flag.StringVar(&opts.Backup.AgentImage, "agent-image", "", "Image of backup and restore Pods: the operator's own image. Empty: the image this operator Pod runs (read from its Pod, named by POD_NAME and POD_NAMESPACE).")
 	flag.DurationVar(&opts.Backup.BackupDeadline, "backup-deadline", opts.Backup.BackupDeadline, "Longest run of one backup Pod.")
 	flag.DurationVar(&opts.Data.StartingDeadline, "backup-starting-deadline", opts.Data.StartingDeadline, "A scheduled backup that could not start within this long of its time is skipped.")

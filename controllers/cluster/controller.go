@@ -76,6 +76,14 @@ type Options struct {
 	// LongCalls is how many etcd calls that may take minutes (a member's
 	// defragmentation) run at once, beside the workers (LongCalls).
 	LongCalls int
+	// Observations is how many looks at clusters' etcd run at once per
+	// shard, beside the workers, in each of two lanes: clusters that
+	// answered last time, and those that did not (Observer).
+	Observations int
+	// ObserveWait is how long a pass waits for etcd's answer about a
+	// cluster that answered last time; past it, the look goes on beside
+	// the workers and the cluster counts as suspect.
+	ObserveWait time.Duration
 	// AgentImage is the operator's own image; a restored cluster's first
 	// member runs its binary to fetch and check the snapshot.
 	AgentImage string
@@ -102,6 +110,8 @@ func DefaultOptions() Options {
 		LostPodTimeout:    time.Minute,
 		DefragTimeout:     10 * time.Minute,
 		LongCalls:         2,
+		Observations:      16,
+		ObserveWait:       time.Second,
 		DrainDelay:        3 * time.Second,
 		Workers:           8,
 	}
@@ -119,6 +129,9 @@ type Reconciler struct {
 	// Long runs the etcd calls that may take minutes beside the workers
 	// (nil: in the reconcile, for unit tests that count passes).
 	Long *LongCalls
+	// Observer looks at each cluster's etcd beside the workers (nil: in
+	// the reconcile).
+	Observer *Observer
 
 	// written: this controller's last writes, so that a pass never
 	// decides from a cached copy older than them.
@@ -162,6 +175,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster))
 	if r.Long != nil && r.Long.Limit > 0 {
 		b = b.WatchesRawSource(r.Long.wakeSource())
+	}
+	if r.Observer.beside() {
+		b = b.WatchesRawSource(r.Observer.wakeSource())
 	}
 	return b.Complete(r)
 }

@@ -26,8 +26,26 @@ var membershipOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help:      "etcd membership operations by operation (add_learner, promote, remove, move_leader) and result (ok, not_yet, error).",
 }, []string{"operation", "result"})
 
+// observations counts the looks at clusters' etcd (Observer) by how they
+// ended: answered, no_answer (the member list failed), and demoted counts
+// those of clusters that answered last time which took longer than the
+// pass waits (the cluster turned suspect, and the look left the answering
+// lane). A platform alerts on a rising no_answer or demoted rate.
+var (
+	observations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "raftsman",
+		Name:      "etcd_observations_total",
+		Help:      "Looks at clusters' etcd (member list, member status, alarms) by result: answered, no_answer.",
+	}, []string{"result"})
+	observationsDemoted = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "raftsman",
+		Name:      "etcd_observations_demoted_total",
+		Help:      "Looks at a cluster that answered last time which outlasted the pass's wait and went on beside the workers (the cluster is suspect).",
+	})
+)
+
 func init() {
-	metrics.Registry.MustRegister(membershipOperations)
+	metrics.Registry.MustRegister(membershipOperations, observations, observationsDemoted)
 }
 
 func observe(operation string, err error) {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
-	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,7 +17,9 @@ import (
 	"github.com/raftsman/raftsman/pkg/etcd"
 )
 
-// observeEtcd asks etcd for its members and each member for its health.
+// observeEtcd asks etcd for its members and each member for its health,
+// through the Observer: a pass whose answer is not there yet ends here,
+// deciding nothing, and the answer's arrival brings the cluster back.
 func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if len(s.members) == 0 || (s.cluster.Status.ClusterID == "" && !s.anyMemberReady()) {
 		// While bootstrapping, etcd cannot answer before a member is ready
@@ -32,38 +33,61 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	s.client = cli
 	// MemberList needs a quorum and waits for one until its deadline. Once
 	// the last pass found the quorum lost, a member that answers does so
-	// in milliseconds, so each pass of a recovery need not wait the full
+	// in milliseconds, so each look of a recovery need not wait the full
 	// etcd timeout to learn it is still lost.
-	timeout := r.Options.EtcdTimeout
+	req := lookRequest{client: cli, members: map[string]string{}, listTimeout: r.Options.EtcdTimeout,
+		statusTimeout: r.Options.StatusTimeout, etcdTimeout: r.Options.EtcdTimeout}
 	if a := meta.FindStatusCondition(s.cluster.Status.Conditions, etcdv1.ConditionAvailable); a != nil && (a.Reason == etcdv1.ReasonQuorumLost || a.Reason == etcdv1.ReasonRestoringBackup) {
-		timeout = min(timeout, 2*r.Options.StatusTimeout)
+		req.listTimeout = min(req.listTimeout, 2*r.Options.StatusTimeout)
 	}
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	id, list, err := cli.MemberList(tctx)
-	if err != nil {
-		s.etcdErr = err
+	for _, m := range s.active() {
+		req.members[m.Name] = m.Spec.ClientURL
+	}
+	o, ok := r.Observer.observe(ctx, s.cluster, req)
+	if !ok {
+		s.observing = true
+		return ctrl.Result{RequeueAfter: r.observeWaitRetry()}, nil
+	}
+	r.takeObservation(ctx, s, o)
+	return ctrl.Result{}, nil
+}
+
+// observeWaitRetry is how soon a pass that found no answer yet comes back
+// should the answer's wake-up be lost: after the longest a look can take.
+func (r *Reconciler) observeWaitRetry() time.Duration {
+	return 2*r.Options.EtcdTimeout + r.Options.StatusTimeout
+}
+
+// takeObservation records what a look found on the scope.
+func (r *Reconciler) takeObservation(ctx context.Context, s *scope, o observation) {
+	s.etcdErr = o.panics
+	if o.listErr != nil {
+		s.etcdErr = errors.Join(o.listErr, o.panics)
 		if s.cluster.Status.ClusterID == "" {
 			// Still bootstrapping: the members' Pods becoming ready wake us.
-			return ctrl.Result{}, nil
+			return
 		}
-		ctrl.LoggerFrom(ctx).Info("etcd does not answer", "error", err.Error())
-		r.reportQuorumLoss(ctx, s)
-		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Membership changes wait until etcd answers again: %v", err)
+		ctrl.LoggerFrom(ctx).Info("etcd does not answer", "error", o.listErr.Error())
+		r.reportQuorumLoss(s, o.reachable)
+		s.waiting, s.waitingMsg = etcdv1.ReasonQuorumLost, fmt.Sprintf("Membership changes wait until etcd answers again: %v", o.listErr)
 		s.quorumLost = true
-		return ctrl.Result{}, nil
+		return
 	}
-	s.formed, s.clusterID, s.etcdList = true, id, list
+	s.formed, s.clusterID, s.etcdList = true, o.clusterID, o.list
 	if s.cluster.Status.ClusterID == "" {
-		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "Bootstrapped", "Bootstrap", "etcd cluster %s formed with %d members", etcd.FormatID(id), len(list))
+		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "Bootstrapped", "Bootstrap", "etcd cluster %s formed with %d members", etcd.FormatID(o.clusterID), len(o.list))
 	}
-	s.cluster.Status.ClusterID = etcd.FormatID(id)
-
-	r.askHealth(tctx, s, list)
+	s.cluster.Status.ClusterID = etcd.FormatID(o.clusterID)
+	s.health, s.leader = o.health, o.leader
 	recordDBSizes(s)
-	r.observeAlarms(ctx, s)
-	recordMembers(s, list)
-	return ctrl.Result{}, nil
+	if o.alarmsErr != nil {
+		// The alarms the status showed last stay: an alarm is cleared only
+		// by etcd saying so.
+		ctrl.LoggerFrom(ctx).Info("etcd did not list its alarms", "error", o.alarmsErr.Error())
+	} else {
+		s.alarms, s.alarmsKnown = o.alarms, true
+	}
+	recordMembers(s, o.list)
 }
 
 // recordMembers records what etcd says of each EtcdMember: its ID and
@@ -102,45 +126,6 @@ func (r *Reconciler) etcdClient(ctx context.Context, s *scope) (etcd.Client, err
 	return r.Etcd.Get(ctx, client.ObjectKeyFromObject(s.cluster).String(), endpoints, creds)
 }
 
-// askHealth asks every member etcd lists for its status, all at once, each
-// bounded by the status timeout; one that does not answer is not healthy.
-func (r *Reconciler) askHealth(ctx context.Context, s *scope, list []etcd.Member) {
-	cli := s.client
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, em := range list {
-		if len(em.ClientURLs) == 0 {
-			continue
-		}
-		wg.Go(func() {
-			// A panic here would end the process, not the pass (the
-			// controller recovers only the reconcile's own goroutine):
-			// the member counts as not answering, and the pass says why.
-			defer func() {
-				if p := recover(); p != nil {
-					ctrl.LoggerFrom(ctx).Error(fmt.Errorf("%v", p), "Panic in a member status call", "member", em.Name, "stack", string(debug.Stack()))
-					mu.Lock()
-					defer mu.Unlock()
-					s.etcdErr = errors.Join(s.etcdErr, fmt.Errorf("status of member %s: panic: %v", em.Name, p))
-				}
-			}()
-			sctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
-			defer cancel()
-			st, err := cli.Status(sctx, em.ClientURLs[0])
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			s.health[em.ID] = st
-			if st.Leader != 0 && !st.IsLearner {
-				s.leader = st.Leader
-			}
-		})
-	}
-	wg.Wait()
-}
-
 func findByPeerURL(list []etcd.Member, peerURL string) (etcd.Member, bool) {
 	for _, em := range list {
 		if slices.Contains(em.PeerURLs, peerURL) {
@@ -154,32 +139,17 @@ func (r *Reconciler) etcdCtx(ctx context.Context) (context.Context, context.Canc
 	return context.WithTimeout(ctx, r.Options.EtcdTimeout)
 }
 
-// observeAlarms asks etcd for its alarms. A failure leaves the alarms the
-// status showed last: an alarm is cleared only by etcd saying so.
-func (r *Reconciler) observeAlarms(ctx context.Context, s *scope) {
-	tctx, cancel := r.etcdCtx(ctx)
-	defer cancel()
-	alarms, err := s.client.Alarms(tctx)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("etcd did not list its alarms", "error", err.Error())
-		return
-	}
-	s.alarms, s.alarmsKnown = alarms, true
-}
-
-// reportQuorumLoss asks each member that etcd cannot reach through its
-// quorum for its own status, so that the status names the members gone (and
-// what their EtcdMember says) and the raft index and revision each
-// reachable member holds: what a person needs to choose where to recover
-// from. A Warning event marks the loss once.
-func (r *Reconciler) reportQuorumLoss(ctx context.Context, s *scope) {
-	var reachable, gone []string
+// reportQuorumLoss names, once etcd has no quorum, the members gone (and
+// what their EtcdMember says) and the raft index and revision each member
+// that answered on its own holds (reachable, asked by the look): what a
+// person needs to choose where to recover from. A Warning event marks the
+// loss once.
+func (r *Reconciler) reportQuorumLoss(s *scope, reachable map[string]etcd.Status) {
+	var answered, gone []string
 	s.reachable = map[string]etcd.Status{}
 	for _, m := range s.active() {
-		tctx, cancel := context.WithTimeout(ctx, r.Options.StatusTimeout)
-		st, err := s.client.Status(tctx, m.Spec.ClientURL)
-		cancel()
-		if err != nil {
+		st, ok := reachable[m.Name]
+		if !ok {
 			why := "does not answer"
 			if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Status != "True" {
 				why = c.Message
@@ -188,9 +158,9 @@ func (r *Reconciler) reportQuorumLoss(ctx context.Context, s *scope) {
 			continue
 		}
 		s.reachable[m.Name] = st
-		reachable = append(reachable, fmt.Sprintf("%s (raft index %d, revision %d)", m.Name, st.RaftIndex, st.Revision))
+		answered = append(answered, fmt.Sprintf("%s (raft index %d, revision %d)", m.Name, st.RaftIndex, st.Revision))
 	}
-	s.quorumReport = fmt.Sprintf("members gone: %s; reachable: %s", orNone(gone), orNone(reachable))
+	s.quorumReport = fmt.Sprintf("members gone: %s; reachable: %s", orNone(gone), orNone(answered))
 	if prev := meta.FindStatusCondition(s.base.Status.Conditions, etcdv1.ConditionAvailable); prev == nil || prev.Reason != etcdv1.ReasonQuorumLost {
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, "QuorumLost", "Observe", "etcd has no quorum: %s", s.quorumReport)
 	}

@@ -59,6 +59,9 @@ type scope struct {
 
 	// acted is the operation that ended the pass (operations.go).
 	acted opKind
+	// observing: etcd's answer is not there yet (Observer), so the pass
+	// decided nothing and its facts say nothing of etcd.
+	observing bool
 
 	// afterWrite runs once this pass's status is written: events that
 	// report what the status records, so that a pass whose write failed
@@ -78,6 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Etcd.Forget(req.String())
+			r.Observer.forget(req.NamespacedName)
 			dbSizes.Delete(req.String())
 			forgetEvents(req.String())
 		}
@@ -99,7 +103,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{RequeueAfter: cacheLag}, nil
 	}
 	defer func() {
-		setStatus(s)
+		if !s.observing {
+			// A pass without etcd's answer keeps the conditions as they
+			// are: it still writes what its steps recorded on the way.
+			setStatus(s)
+		}
 		err := r.applyStatuses(ctx, s)
 		if err == nil {
 			for _, f := range s.afterWrite {

@@ -45,6 +45,8 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 			Recorder: mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
 			Etcd:     factory,
 			Options:  opts,
+			// As the operator runs it: etcd looked at beside the workers.
+			Observer: &cluster.Observer{Limit: opts.Observations, Wait: opts.ObserveWait},
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}

@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
+)
+
+// hangingClient is an etcd that answers its member list only once hang is
+// closed (or its caller gives up), as a paused or cut-off cluster does.
+type hangingClient struct {
+	etcd.Client
+	hang  chan struct{}
+	lists atomic.Int32
+}
+
+func newHanging(c etcd.Client) *hangingClient {
+	return &hangingClient{Client: c, hang: make(chan struct{})}
+}
+
+func (h *hangingClient) MemberList(ctx context.Context) (uint64, []etcd.Member, error) {
+	h.lists.Add(1)
+	select {
+	case <-h.hang:
+		return h.Client.MemberList(ctx)
+	case <-ctx.Done():
+		return 0, nil, errors.Join(etcd.ErrUnreachable, ctx.Err())
+	}
+}
+
+func (h *hangingClient) release() { close(h.hang) }
+
+// answering is an etcd of one member that answers at once.
+func answering() etcd.Client {
+	f := etcd.NewFake()
+	f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"})
+	return f
+}
+
+func testCluster(name string) *etcdv1.EtcdCluster {
+	return &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+}
+
+func lookAt(c etcd.Client) lookRequest {
+	return lookRequest{client: c, listTimeout: time.Hour, statusTimeout: time.Hour, etcdTimeout: time.Hour}
+}
+
+// returnsSoon runs f and fails the test if it has not returned within a
+// bound far above anything it may wait for: a pass held by a hung etcd
+// would hold it for the hour of the look's timeouts.
+func returnsSoon[T any](t *testing.T, f func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	go func() { done <- f() }()
+	select {
+	case v := <-done:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal("still waiting on etcd after 30 s")
+		var zero T
+		return zero
+	}
+}
+
+// observeSoon is o.observe, bounded by returnsSoon.
+func observeSoon(t *testing.T, o *Observer, c *etcdv1.EtcdCluster, req lookRequest) (observation, bool) {
+	t.Helper()
+	type result struct {
+		obs observation
+		ok  bool
+	}
+	r := returnsSoon(t, func() result {
+		obs, ok := o.observe(context.Background(), c, req)
+		return result{obs, ok}
+	})
+	return r.obs, r.ok
+}
+
+// woken waits for the observer's wake-up of the named cluster.
+func woken(t *testing.T, o *Observer, name string) {
+	t.Helper()
+	select {
+	case ev := <-o.wake:
+		if ev.Object.Name != name {
+			t.Fatalf("woke %s, want %s", ev.Object.Name, name)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s was not woken", name)
+	}
+}
+
+func TestObserverNeverHoldsAPassOnAHungCluster(t *testing.T) {
+	t.Parallel()
+	o := &Observer{Limit: 2, Wait: 20 * time.Millisecond}
+	o.init()
+	c := testCluster("hung")
+	h := newHanging(answering())
+	req := lookAt(h)
+	if obs, ok := observeSoon(t, o, c, req); ok {
+		t.Fatalf("a hung etcd answered: %+v", obs)
+	}
+	// A pass while the look runs starts no second one.
+	if _, ok := observeSoon(t, o, c, req); ok {
+		t.Fatal("a second pass got an answer while the look hangs")
+	}
+	if n := h.lists.Load(); n != 1 {
+		t.Fatalf("member lists asked: %d, want 1 (one look at a time)", n)
+	}
+	h.release()
+	woken(t, o, "hung")
+	obs, ok := observeSoon(t, o, c, req)
+	if !ok || obs.listErr != nil || len(obs.list) != 1 {
+		t.Fatalf("the answer after the release: ok %v, %+v", ok, obs)
+	}
+	// Taken once: the next pass looks again.
+	observeSoon(t, o, c, req)
+	if n := h.lists.Load(); n != 2 {
+		t.Fatalf("member lists after the answer was taken: %d, want 2 (a new look)", n)
+	}
+}
+
+func TestObserverDoesNotWaitForASuspectCluster(t *testing.T) {
+	t.Parallel()
+	o := &Observer{Limit: 2, Wait: time.Hour}
+	o.init()
+	c := testCluster("gone")
+	f := etcd.NewFake()
+	f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"})
+	f.FailNext("MemberList", etcd.ErrUnreachable)
+	req := lookAt(f)
+	// The first look is waited for (the cluster is not known to be
+	// suspect) and finds no answer.
+	obs, ok := observeSoon(t, o, c, req)
+	if !ok || !errors.Is(obs.listErr, etcd.ErrUnreachable) {
+		t.Fatalf("first look: ok %v, %+v, want the member list refused", ok, obs)
+	}
+	// Now suspect: a pass does not wait an hour for its look, even one
+	// that answers; it takes the answer on the wake-up.
+	if _, ok := observeSoon(t, o, c, req); ok {
+		t.Fatal("a suspect cluster's pass waited for its look")
+	}
+	woken(t, o, "gone")
+	obs, ok = observeSoon(t, o, c, req)
+	if !ok || obs.listErr != nil {
+		t.Fatalf("the suspect cluster's answer: ok %v, %+v", ok, obs)
+	}
+	// Answered again: no longer suspect, its next look is waited for.
+	if _, ok := observeSoon(t, o, c, req); !ok {
+		t.Fatal("a cluster that answered again was not waited for")
+	}
+}
+
+func TestObserverDemotesAClusterThatStopsAnswering(t *testing.T) {
+	t.Parallel()
+	// One slot in the answering lane. The hung cluster takes it; past the
+	// wait it must give it up, or every other cluster's look would wait
+	// for the hung one's timeouts (an hour here).
+	o := &Observer{Limit: 1, Wait: 20 * time.Millisecond}
+	o.init()
+	h := newHanging(answering())
+	defer h.release()
+	if _, ok := observeSoon(t, o, testCluster("hung"), lookAt(h)); ok {
+		t.Fatal("a hung etcd answered")
+	}
+	// A healthy cluster's look runs while the hung one goes on: its answer
+	// comes in its pass or on its wake-up.
+	healthy := testCluster("healthy")
+	req := lookAt(answering())
+	obs, ok := observeSoon(t, o, healthy, req)
+	if !ok {
+		woken(t, o, "healthy")
+		obs, ok = observeSoon(t, o, healthy, req)
+	}
+	if !ok || obs.listErr != nil || len(obs.list) != 1 {
+		t.Fatalf("the healthy cluster: ok %v, %+v", ok, obs)
+	}
+	if n := h.lists.Load(); n != 1 {
+		t.Fatalf("member lists of the hung cluster: %d, want 1", n)
+	}
+}
+
+func TestObserverDropsAnOldAnswer(t *testing.T) {
+	t.Parallel()
+	o := &Observer{Limit: 1, Wait: time.Hour}
+	o.init()
+	key := types.NamespacedName{Namespace: "ns", Name: "old"}
+	stale := &look{done: make(chan struct{}), ended: time.Now().Add(-answerTTL - time.Second), answer: observation{clusterID: 1}}
+	close(stale.done)
+	o.looks[key] = stale
+	f := etcd.NewFake()
+	f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"})
+	obs, ok := observeSoon(t, o, testCluster("old"), lookAt(f))
+	if !ok || f.Calls("MemberList") != 1 || obs.clusterID == 1 {
+		t.Fatalf("ok %v, member lists %d, cluster ID %d: want a new look, not the old answer", ok, f.Calls("MemberList"), obs.clusterID)
+	}
+}
+
+// TestHungClusterPassDecidesNothing: with the observer on, a pass of a
+// cluster whose etcd hangs returns within the observer's wait instead of
+// the etcd timeout, leaves the conditions as they were, and the pass after
+// the answer's wake-up goes on as before.
+func TestHungClusterPassDecidesNothing(t *testing.T) {
+	e := newEnv(t, 3, interceptor.Funcs{})
+	e.formed()
+	e.converge(20)
+	before := condition(e.cluster().Status.Conditions, etcdv1.ConditionAvailable)
+	if before.Status != metav1.ConditionTrue {
+		t.Fatalf("Available before the hang: %+v", before)
+	}
+	e.r.Options.EtcdTimeout = time.Hour
+	e.r.Observer = &Observer{Limit: 1, Wait: 20 * time.Millisecond}
+	e.r.Observer.init()
+	var once sync.Once
+	h := newHanging(e.fake())
+	e.r.Etcd = hangingFactory{FakeFactory: e.etcd, client: h}
+	defer once.Do(h.release)
+
+	res := returnsSoon(t, func() ctrl.Result { return e.mustReconcile() })
+	if res.RequeueAfter != e.r.observeWaitRetry() {
+		t.Fatalf("requeue after %v, want %v (waiting for the look)", res.RequeueAfter, e.r.observeWaitRetry())
+	}
+	if now := condition(e.cluster().Status.Conditions, etcdv1.ConditionAvailable); now != before {
+		t.Fatalf("Available changed by a pass without etcd's answer: %+v, was %+v", now, before)
+	}
+	// The operator scales while the look hangs: nothing is added yet.
+	e.setReplicas(4)
+	returnsSoon(t, func() ctrl.Result { return e.mustReconcile() })
+	if n := len(e.fake().Members()); n != 3 {
+		t.Fatalf("etcd has %d members while its answer is awaited, want 3", n)
+	}
+	once.Do(h.release)
+	woken(t, e.r.Observer, e.key.Name)
+	// Passes whose look outlasts the short wait on a busy machine come
+	// back for the answer: converge allows for them.
+	e.converge(60)
+	if n := len(e.fake().Members()); n != 4 {
+		t.Fatalf("etcd has %d members after the answer, want 4", n)
+	}
+}
+
+// hangingFactory hands out one client for every cluster.
+type hangingFactory struct {
+	*etcd.FakeFactory
+	client etcd.Client
+}
+
+func (f hangingFactory) Get(context.Context, string, []string, etcd.Credentials) (etcd.Client, error) {
+	return f.client, nil
+}
