@@ -7,7 +7,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,13 +20,27 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	grpccreds "google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 )
 
 // ClientFactory makes real etcd clients and keeps one per cluster.
+//
+// A cluster's client keeps one connection per member, made on first use:
+// the questions a pass asks (MemberList, each member's Status, the alarms,
+// and Defragment and MoveLeader) go over them. etcd's balanced client, one
+// more connection to every member, is opened only for the calls that change
+// something (membership, alarms disarmed, compaction, downgrade,
+// authentication and users) and closed once unused for IdleTimeout: a quiet
+// cluster costs one connection per member.
 type ClientFactory struct {
 	// DialTimeout bounds connecting to an endpoint.
 	DialTimeout time.Duration
+	// IdleTimeout is how long a cluster's balanced client stays open after
+	// its last call; zero keeps it open until the cluster is forgotten.
+	IdleTimeout time.Duration
 
 	mu      sync.Mutex
 	clients map[string]*realClient
@@ -34,19 +50,29 @@ var _ Factory = (*ClientFactory)(nil)
 
 // NewClientFactory returns a factory of real clients.
 func NewClientFactory() *ClientFactory {
-	return &ClientFactory{DialTimeout: 3 * time.Second, clients: map[string]*realClient{}}
+	return &ClientFactory{DialTimeout: 3 * time.Second, IdleTimeout: 2 * time.Minute, clients: map[string]*realClient{}}
 }
 
-func (f *ClientFactory) config(endpoints []string, tlsConfig *tls.Config) clientv3.Config {
-	return clientv3.Config{
-		Endpoints:            endpoints,
-		TLS:                  tlsConfig,
-		DialTimeout:          f.DialTimeout,
-		DialKeepAliveTime:    10 * time.Second,
-		DialKeepAliveTimeout: 5 * time.Second,
-		AutoSyncInterval:     0,
-		Logger:               zap.NewNop(),
-		DialOptions:          []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: f.DialTimeout})},
+// Keepalive of every connection: etcd's client defaults. Without a call
+// under way (PermitWithoutStream false) an idle connection sends no ping.
+const (
+	keepAliveTime    = 10 * time.Second
+	keepAliveTimeout = 5 * time.Second
+)
+
+// dialOptions are the gRPC options of both the balanced client and the
+// members' own connections.
+func dialOptions(dialTimeout time.Duration) []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: dialTimeout}),
+		// gRPC reads through a 32 KiB buffer of its own, kept for the
+		// connection's life on a TLS connection (gRPC 1.83 pools read
+		// buffers only on plain TCP connections): TLS already reads whole
+		// records into its own buffer, and the answers here are small.
+		// The 32 KiB write buffer is shared by default in gRPC 1.83, which
+		// deprecates WithSharedWriteBuffer: a connection holds one only
+		// while it writes.
+		grpc.WithReadBufferSize(0),
 	}
 }
 
@@ -57,7 +83,8 @@ func (f *ClientFactory) config(endpoints []string, tlsConfig *tls.Config) client
 // member that is gone for good costs one dial every 3 s until it is removed.
 var reconnectBackoff = backoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second}
 
-// Get implements Factory.
+// Get implements Factory. It dials nothing: connections are made by the
+// calls that need them.
 func (f *ClientFactory) Get(_ context.Context, key string, endpoints []string, creds Credentials) (Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,11 +93,7 @@ func (f *ClientFactory) Get(_ context.Context, key string, endpoints []string, c
 	sum := creds.fingerprint()
 	if c, ok := f.clients[key]; ok {
 		if c.creds == sum {
-			if !slices.Equal(c.endpoints, eps) {
-				c.cli.SetEndpoints(eps...)
-				c.endpoints = eps
-				c.keepConns(eps)
-			}
+			c.setEndpoints(eps)
 			return c, nil
 		}
 		// Renewed certificates: connections already open keep working, but
@@ -78,15 +101,14 @@ func (f *ClientFactory) Get(_ context.Context, key string, endpoints []string, c
 		c.close()
 		delete(f.clients, key)
 	}
+	if len(eps) == 0 {
+		return nil, fmt.Errorf("etcd client for %s: no endpoint", key)
+	}
 	tlsConfig, err := creds.TLSConfig()
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", key, err)
 	}
-	cli, err := clientv3.New(f.config(eps, tlsConfig))
-	if err != nil {
-		return nil, fmt.Errorf("etcd client for %s: %w", key, err)
-	}
-	c := &realClient{cli: cli, endpoints: eps, creds: sum}
+	c := &realClient{endpoints: eps, creds: sum, tls: tlsConfig, dialTimeout: f.DialTimeout, idleTimeout: f.IdleTimeout}
 	f.clients[key] = c
 	return c, nil
 }
@@ -129,60 +151,333 @@ func (f *ClientFactory) Forget(key string) {
 	}
 }
 
-type realClient struct {
-	cli       *clientv3.Client
-	endpoints []string
-	creds     [32]byte
+// errClosed: a call on a client its factory has closed (cluster forgotten,
+// credentials renewed) while the caller still held it.
+var errClosed = errors.New("etcd client closed: its cluster was forgotten or its credentials renewed")
 
-	// conns are the connections to single members (Status, Defragment,
-	// MoveLeader), by endpoint, made once: etcd's client dials a new one
-	// for each such call, which cost a TLS handshake per member and health
-	// check. Those of endpoints the cluster no longer has are closed.
-	mu    sync.Mutex
+type realClient struct {
+	creds       [32]byte
+	tls         *tls.Config
+	dialTimeout time.Duration
+	idleTimeout time.Duration
+
+	mu        sync.Mutex
+	endpoints []string
+	closed    bool
+
+	// conns are the connections to single members, by endpoint, made on
+	// first use and kept: etcd's client dials a new one for each call to
+	// one member, which cost a TLS handshake per member and health check.
+	// Those of endpoints the cluster no longer has are closed.
 	conns map[string]*grpc.ClientConn
+	// answered is the endpoint that answered MemberList or Alarms last;
+	// failing are those whose last try at either failed, asked last.
+	answered string
+	failing  map[string]bool
+
+	// cli is etcd's balanced client, for changes, while open; inUse counts
+	// the calls using it and lastUse is when the last one ended. idle
+	// closes it IdleTimeout after that.
+	cli     *clientv3.Client
+	inUse   int
+	lastUse time.Time
+	idle    *time.Timer
 }
 
-// member is the maintenance API of one member, on the connection kept for
-// its endpoint.
-func (c *realClient) member(endpoint string) (pb.MaintenanceClient, error) {
+// balanced returns etcd's balanced client, opening it if it is not, and
+// the function to call when done with it.
+func (c *realClient) balanced() (*clientv3.Client, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cc, ok := c.conns[endpoint]
-	if !ok {
-		var err error
-		if cc, err = c.cli.Dial(endpoint); err != nil {
-			return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
-		}
-		if c.conns == nil {
-			c.conns = map[string]*grpc.ClientConn{}
-		}
-		c.conns[endpoint] = cc
+	if c.closed {
+		return nil, nil, errClosed
 	}
-	return pb.NewMaintenanceClient(cc), nil
+	if c.cli == nil {
+		cli, err := clientv3.New(clientv3.Config{
+			Endpoints:            slices.Clone(c.endpoints),
+			TLS:                  c.tls,
+			DialTimeout:          c.dialTimeout,
+			DialKeepAliveTime:    keepAliveTime,
+			DialKeepAliveTimeout: keepAliveTimeout,
+			AutoSyncInterval:     0,
+			Logger:               zap.NewNop(),
+			DialOptions:          dialOptions(c.dialTimeout),
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("etcd client: %w", err)
+		}
+		// Leave gRPC's idle mode now, under c.mu: that builds etcd's
+		// endpoint resolver, whose fields SetEndpoints (also under c.mu)
+		// writes without a lock of their own. Left to the first call, the
+		// build would race with a SetEndpoints of the factory's Get. The
+		// client is opened for a call anyway.
+		cli.ActiveConnection().Connect()
+		c.cli = cli
+	}
+	c.inUse++
+	return c.cli, c.release, nil
+}
+
+// release ends a use of the balanced client: the last one starts its idle
+// time.
+func (c *realClient) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inUse--
+	c.lastUse = time.Now()
+	if c.inUse > 0 || c.cli == nil || c.idleTimeout <= 0 {
+		return
+	}
+	if c.idle == nil {
+		c.idle = time.AfterFunc(c.idleTimeout, c.closeIdle)
+		return
+	}
+	c.idle.Reset(c.idleTimeout)
+}
+
+// closeIdle closes the balanced client if no call has used it for the
+// idle timeout.
+func (c *realClient) closeIdle() {
+	c.mu.Lock()
+	if c.cli == nil || c.inUse > 0 {
+		// A use under way starts the idle time again when it ends.
+		c.mu.Unlock()
+		return
+	}
+	if d := c.idleTimeout - time.Since(c.lastUse); d > 0 {
+		c.idle.Reset(d)
+		c.mu.Unlock()
+		return
+	}
+	cli := c.cli
+	c.cli = nil
+	c.mu.Unlock()
+	_ = cli.Close()
+}
+
+// conn is the connection kept for one member's endpoint. gRPC connects it
+// at its first call, not here.
+func (c *realClient) conn(endpoint string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	if cc, ok := c.conns[endpoint]; ok {
+		return cc, nil
+	}
+	target, secure := memberTarget(endpoint, c.tls != nil)
+	creds := insecure.NewCredentials()
+	if secure {
+		creds = grpccreds.NewTLS(c.tls)
+	}
+	opts := append(dialOptions(c.dialTimeout),
+		grpc.WithTransportCredentials(creds),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepAliveTime, Timeout: keepAliveTimeout}),
+		// A call waits, within its deadline, for a connection being made
+		// again (etcd's client retries such calls): otherwise a member that
+		// hung and came back would be refused until gRPC's next try.
+		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
+	)
+	cc, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
+	}
+	if c.conns == nil {
+		c.conns = map[string]*grpc.ClientConn{}
+	}
+	c.conns[endpoint] = cc
+	return cc, nil
+}
+
+// memberTarget is the gRPC target of an endpoint and whether it takes TLS,
+// as etcd's client reads endpoints: an http:// or https:// URL, or an
+// address without a scheme, which takes TLS when there are credentials.
+// The host is resolved at each connection, as etcd's client does.
+func memberTarget(endpoint string, haveTLS bool) (string, bool) {
+	if u, err := url.Parse(endpoint); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return "passthrough:///" + u.Host, u.Scheme == "https"
+	}
+	if strings.HasPrefix(endpoint, "unix:") {
+		return endpoint, haveTLS
+	}
+	return "passthrough:///" + endpoint, haveTLS
+}
+
+// setEndpoints gives the client the cluster's endpoints, sorted.
+func (c *realClient) setEndpoints(eps []string) {
+	c.mu.Lock()
+	if slices.Equal(c.endpoints, eps) {
+		c.mu.Unlock()
+		return
+	}
+	c.endpoints = eps
+	if c.cli != nil {
+		c.cli.SetEndpoints(eps...)
+	}
+	c.mu.Unlock()
+	c.keepConns(eps)
 }
 
 // keepConns closes the member connections of endpoints not in keep.
 func (c *realClient) keepConns(keep []string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	var drop []*grpc.ClientConn
 	for ep, cc := range c.conns {
 		if !slices.Contains(keep, ep) {
-			_ = cc.Close()
+			drop = append(drop, cc)
 			delete(c.conns, ep)
 		}
 	}
+	for ep := range c.failing {
+		if !slices.Contains(keep, ep) {
+			delete(c.failing, ep)
+		}
+	}
+	c.mu.Unlock()
+	for _, cc := range drop {
+		_ = cc.Close()
+	}
 }
 
-// close closes the client and its member connections.
+// close closes the client and its member connections; it answers no call
+// after.
 func (c *realClient) close() {
+	c.mu.Lock()
+	c.closed = true
+	cli := c.cli
+	c.cli = nil
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	c.mu.Unlock()
 	c.keepConns(nil)
-	_ = c.cli.Close()
+	if cli != nil {
+		_ = cli.Close()
+	}
 }
 
-func (c *realClient) MemberList(ctx context.Context) (uint64, []Member, error) {
-	resp, err := c.cli.MemberList(ctx)
+// minTry is the least time askAny gives one member; noDeadlineTry is each
+// member's time when the caller set no deadline.
+const (
+	minTry        = 500 * time.Millisecond
+	noDeadlineTry = 5 * time.Second
+)
+
+// askAny makes call to one member after another, over their own
+// connections, until one answers: first those after the member that
+// answered last, those whose last try failed at the end. A member may fail
+// where another answers: a learner refuses ("rpc not supported for
+// learner"), a member without a leader says so, one cut off from the
+// others waits for a quorum until its deadline, one may be down. Each try
+// gets the time left divided by the members left (at least minTry), so
+// that one that hangs leaves the others time. If none answers, the last
+// error is returned, mapped.
+func (c *realClient) askAny(ctx context.Context, call func(context.Context, *grpc.ClientConn) error) error {
+	order, err := c.order()
 	if err != nil {
-		return 0, nil, mapError(err)
+		return err
+	}
+	var last error
+	for i, ep := range order {
+		if ctx.Err() != nil {
+			break
+		}
+		cc, err := c.conn(ep)
+		if err != nil {
+			if errors.Is(err, errClosed) {
+				return err
+			}
+			last = err
+			continue
+		}
+		tctx, cancel := context.WithTimeout(ctx, tryTime(ctx, len(order)-i))
+		err = call(tctx, cc)
+		cancel()
+		if err == nil {
+			c.tried(ep, true)
+			return nil
+		}
+		last = err
+		if ctx.Err() == nil {
+			// The member failed (not the caller's deadline, which ends
+			// the loop).
+			c.tried(ep, false)
+		}
+	}
+	if last == nil {
+		last = ctx.Err()
+	}
+	return mapError(last)
+}
+
+// tryTime is the time one member gets of what is left of ctx, left
+// members being still to try.
+func tryTime(ctx context.Context, left int) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return noDeadlineTry
+	}
+	return max(time.Until(dl)/time.Duration(left), minTry)
+}
+
+// order is the endpoints in the order askAny tries them.
+func (c *realClient) order() ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	n := len(c.endpoints)
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no endpoint", ErrUnreachable)
+	}
+	start := 0
+	if i := slices.Index(c.endpoints, c.answered); i >= 0 {
+		start = i + 1
+	}
+	order := make([]string, 0, n)
+	var failing []string
+	for k := range n {
+		ep := c.endpoints[(start+k)%n]
+		if c.failing[ep] {
+			failing = append(failing, ep)
+			continue
+		}
+		order = append(order, ep)
+	}
+	return append(order, failing...), nil
+}
+
+// tried records whether a member answered askAny.
+func (c *realClient) tried(ep string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok {
+		c.answered = ep
+		delete(c.failing, ep)
+		return
+	}
+	if !slices.Contains(c.endpoints, ep) {
+		return
+	}
+	if c.failing == nil {
+		c.failing = map[string]bool{}
+	}
+	c.failing[ep] = true
+}
+
+// MemberList asks the members in turn (askAny) with a linearizable
+// request, as etcd's client does: the operator decides membership on it.
+func (c *realClient) MemberList(ctx context.Context) (uint64, []Member, error) {
+	var resp *pb.MemberListResponse
+	err := c.askAny(ctx, func(ctx context.Context, cc *grpc.ClientConn) error {
+		var err error
+		resp, err = pb.NewClusterClient(cc).MemberList(ctx, &pb.MemberListRequest{Linearizable: true})
+		return err
+	})
+	if err != nil {
+		return 0, nil, err
 	}
 	out := make([]Member, 0, len(resp.Members))
 	for _, m := range resp.Members {
@@ -192,7 +487,12 @@ func (c *realClient) MemberList(ctx context.Context) (uint64, []Member, error) {
 }
 
 func (c *realClient) MemberAddAsLearner(ctx context.Context, peerURL string) (Member, error) {
-	resp, err := c.cli.MemberAddAsLearner(ctx, []string{peerURL})
+	cli, done, err := c.balanced()
+	if err != nil {
+		return Member{}, err
+	}
+	defer done()
+	resp, err := cli.MemberAddAsLearner(ctx, []string{peerURL})
 	if err != nil {
 		return Member{}, mapError(err)
 	}
@@ -201,13 +501,33 @@ func (c *realClient) MemberAddAsLearner(ctx context.Context, peerURL string) (Me
 }
 
 func (c *realClient) MemberPromote(ctx context.Context, id uint64) error {
-	_, err := c.cli.MemberPromote(ctx, id)
+	cli, done, err := c.balanced()
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = cli.MemberPromote(ctx, id)
 	return mapError(err)
 }
 
 func (c *realClient) MemberRemove(ctx context.Context, id uint64) error {
-	_, err := c.cli.MemberRemove(ctx, id)
+	cli, done, err := c.balanced()
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = cli.MemberRemove(ctx, id)
 	return mapError(err)
+}
+
+// member is the maintenance API of one member, on the connection kept for
+// its endpoint.
+func (c *realClient) member(endpoint string) (pb.MaintenanceClient, error) {
+	cc, err := c.conn(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return pb.NewMaintenanceClient(cc), nil
 }
 
 func (c *realClient) MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error {
@@ -248,10 +568,16 @@ func (c *realClient) Status(ctx context.Context, endpoint string) (Status, error
 	return st, nil
 }
 
+// Alarms asks the members in turn (askAny).
 func (c *realClient) Alarms(ctx context.Context) ([]Alarm, error) {
-	resp, err := c.cli.AlarmList(ctx)
+	var resp *pb.AlarmResponse
+	err := c.askAny(ctx, func(ctx context.Context, cc *grpc.ClientConn) error {
+		var err error
+		resp, err = pb.NewMaintenanceClient(cc).Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET, Alarm: pb.AlarmType_NONE})
+		return err
+	})
 	if err != nil {
-		return nil, mapError(err)
+		return nil, err
 	}
 	out := make([]Alarm, 0, len(resp.Alarms))
 	for _, a := range resp.Alarms {
@@ -265,12 +591,22 @@ func (c *realClient) DisarmAlarm(ctx context.Context, a Alarm) error {
 	if !ok {
 		return fmt.Errorf("unknown alarm %q", a.Type)
 	}
-	_, err := c.cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)})
+	cli, done, err := c.balanced()
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)})
 	return mapError(err)
 }
 
 func (c *realClient) Compact(ctx context.Context, rev int64) error {
-	_, err := c.cli.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	cli, done, err := c.balanced()
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = cli.Compact(ctx, rev, clientv3.WithCompactPhysical())
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return nil
 	}
@@ -292,7 +628,12 @@ func (c *realClient) Downgrade(ctx context.Context, action DowngradeAction, vers
 		DowngradeEnable:   clientv3.DowngradeEnable,
 		DowngradeCancel:   clientv3.DowngradeCancel,
 	}[action]
-	resp, err := c.cli.Downgrade(ctx, a, version)
+	cli, done, err := c.balanced()
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	resp, err := cli.Downgrade(ctx, a, version)
 	if err != nil {
 		return "", fmt.Errorf("downgrade %s %s: %w", action, version, mapError(err))
 	}
@@ -300,7 +641,12 @@ func (c *realClient) Downgrade(ctx context.Context, action DowngradeAction, vers
 }
 
 func (c *realClient) AuthEnabled(ctx context.Context) (bool, error) {
-	resp, err := c.cli.AuthStatus(ctx)
+	cli, done, err := c.balanced()
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	resp, err := cli.AuthStatus(ctx)
 	if err != nil {
 		return false, mapError(err)
 	}
@@ -310,35 +656,54 @@ func (c *realClient) AuthEnabled(ctx context.Context) (bool, error) {
 const rootName = "root"
 
 func (c *realClient) EnableAuth(ctx context.Context, rootPassword string) error {
-	if _, err := c.cli.RoleAdd(ctx, rootName); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleAlreadyExist) {
+	cli, done, err := c.balanced()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := cli.RoleAdd(ctx, rootName); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleAlreadyExist) {
 		return fmt.Errorf("add the root role: %w", mapError(err))
 	}
-	switch _, err := c.cli.UserAdd(ctx, rootName, rootPassword); {
+	switch _, err := cli.UserAdd(ctx, rootName, rootPassword); {
 	case errors.Is(rpctypes.Error(err), rpctypes.ErrUserAlreadyExist):
-		if err := c.SetRootPassword(ctx, rootPassword); err != nil {
+		if err := setRootPassword(ctx, cli, rootPassword); err != nil {
 			return err
 		}
 	case err != nil:
 		return fmt.Errorf("add the root user: %w", mapError(err))
 	}
-	if _, err := c.cli.UserGrantRole(ctx, rootName, rootName); err != nil {
+	if _, err := cli.UserGrantRole(ctx, rootName, rootName); err != nil {
 		return fmt.Errorf("grant the root role: %w", mapError(err))
 	}
-	if _, err := c.cli.AuthEnable(ctx); err != nil {
+	if _, err := cli.AuthEnable(ctx); err != nil {
 		return fmt.Errorf("enable authentication: %w", mapError(err))
 	}
 	return nil
 }
 
 func (c *realClient) SetRootPassword(ctx context.Context, password string) error {
-	if _, err := c.cli.UserChangePassword(ctx, rootName, password); err != nil {
+	cli, done, err := c.balanced()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return setRootPassword(ctx, cli, password)
+}
+
+func setRootPassword(ctx context.Context, cli *clientv3.Client, password string) error {
+	if _, err := cli.UserChangePassword(ctx, rootName, password); err != nil {
 		return fmt.Errorf("change the root password: %w", mapError(err))
 	}
 	return nil
 }
 
 func (c *realClient) DisableAuth(ctx context.Context) error {
-	if _, err := c.cli.AuthDisable(ctx); err != nil {
+	cli, done, err := c.balanced()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := cli.AuthDisable(ctx); err != nil {
 		return fmt.Errorf("disable authentication: %w", mapError(err))
 	}
 	return nil

@@ -18,10 +18,15 @@ func (c *realClient) EnsureUser(ctx context.Context, u User) error {
 	if u.Name == rootName || u.Role == rootName {
 		return ErrRootUser
 	}
-	if err := c.ensureRole(ctx, u.Role, u.Permissions); err != nil {
+	cli, done, err := c.balanced()
+	if err != nil {
 		return err
 	}
-	roles, err := c.ensureUser(ctx, u)
+	defer done()
+	if err := ensureRole(ctx, cli, u.Role, u.Permissions); err != nil {
+		return err
+	}
+	roles, err := ensureUser(ctx, cli, u)
 	if err != nil {
 		return err
 	}
@@ -31,12 +36,12 @@ func (c *realClient) EnsureUser(ctx context.Context, u User) error {
 		}
 		// Least privilege: a role someone else granted (root's above all)
 		// goes.
-		if _, err := c.cli.UserRevokeRole(ctx, u.Name, r); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleNotGranted) {
+		if _, err := cli.UserRevokeRole(ctx, u.Name, r); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleNotGranted) {
 			return fmt.Errorf("revoke role %s from user %s: %w", r, u.Name, mapError(err))
 		}
 	}
 	if !slices.Contains(roles, u.Role) {
-		if _, err := c.cli.UserGrantRole(ctx, u.Name, u.Role); err != nil {
+		if _, err := cli.UserGrantRole(ctx, u.Name, u.Role); err != nil {
 			return fmt.Errorf("grant role %s to user %s: %w", u.Role, u.Name, mapError(err))
 		}
 	}
@@ -46,11 +51,11 @@ func (c *realClient) EnsureUser(ctx context.Context, u User) error {
 // ensureRole adds the role if needed and gives it exactly perms: the
 // permissions no longer wanted are revoked first, so that a prefix that
 // moves is never open to the user under both names at once.
-func (c *realClient) ensureRole(ctx context.Context, role string, perms []Permission) error {
-	if _, err := c.cli.RoleAdd(ctx, role); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleAlreadyExist) {
+func ensureRole(ctx context.Context, cli *clientv3.Client, role string, perms []Permission) error {
+	if _, err := cli.RoleAdd(ctx, role); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleAlreadyExist) {
 		return fmt.Errorf("add role %s: %w", role, mapError(err))
 	}
-	resp, err := c.cli.RoleGet(ctx, role)
+	resp, err := cli.RoleGet(ctx, role)
 	if err != nil {
 		return fmt.Errorf("get role %s: %w", role, mapError(err))
 	}
@@ -63,7 +68,7 @@ func (c *realClient) ensureRole(ctx context.Context, role string, perms []Permis
 		if _, ok := want[k]; ok {
 			continue
 		}
-		if _, err := c.cli.RoleRevokePermission(ctx, role, k.key, k.end); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrPermissionNotGranted) {
+		if _, err := cli.RoleRevokePermission(ctx, role, k.key, k.end); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrPermissionNotGranted) {
 			return fmt.Errorf("revoke %q from role %s: %w", k.key, role, mapError(err))
 		}
 	}
@@ -71,7 +76,7 @@ func (c *realClient) ensureRole(ctx context.Context, role string, perms []Permis
 		if h, ok := have[k]; ok && h == a {
 			continue
 		}
-		if _, err := c.cli.RoleGrantPermission(ctx, role, k.key, k.end, permType(a)); err != nil {
+		if _, err := cli.RoleGrantPermission(ctx, role, k.key, k.end, permType(a)); err != nil {
 			return fmt.Errorf("grant %s on %q to role %s: %w", a, k.key, role, mapError(err))
 		}
 	}
@@ -80,12 +85,12 @@ func (c *realClient) ensureRole(ctx context.Context, role string, perms []Permis
 
 // ensureUser adds the user if needed (without a password when it has
 // none: it then logs in with a certificate only) and returns its roles.
-func (c *realClient) ensureUser(ctx context.Context, u User) ([]string, error) {
-	resp, err := c.cli.UserGet(ctx, u.Name)
+func ensureUser(ctx context.Context, cli *clientv3.Client, u User) ([]string, error) {
+	resp, err := cli.UserGet(ctx, u.Name)
 	switch {
 	case errors.Is(rpctypes.Error(err), rpctypes.ErrUserNotFound):
 		opts := &clientv3.UserAddOptions{NoPassword: u.Password == ""}
-		if _, err := c.cli.UserAddWithOptions(ctx, u.Name, u.Password, opts); err != nil {
+		if _, err := cli.UserAddWithOptions(ctx, u.Name, u.Password, opts); err != nil {
 			return nil, fmt.Errorf("add user %s: %w", u.Name, mapError(err))
 		}
 		return nil, nil
@@ -93,7 +98,7 @@ func (c *realClient) ensureUser(ctx context.Context, u User) ([]string, error) {
 		return nil, fmt.Errorf("get user %s: %w", u.Name, mapError(err))
 	}
 	if u.SetPassword && u.Password != "" {
-		if _, err := c.cli.UserChangePassword(ctx, u.Name, u.Password); err != nil {
+		if _, err := cli.UserChangePassword(ctx, u.Name, u.Password); err != nil {
 			return nil, fmt.Errorf("change the password of user %s: %w", u.Name, mapError(err))
 		}
 	}
@@ -104,10 +109,15 @@ func (c *realClient) DeleteUser(ctx context.Context, name, role string) error {
 	if name == rootName || role == rootName {
 		return ErrRootUser
 	}
-	if _, err := c.cli.UserDelete(ctx, name); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrUserNotFound) {
+	cli, done, err := c.balanced()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := cli.UserDelete(ctx, name); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrUserNotFound) {
 		return fmt.Errorf("delete user %s: %w", name, mapError(err))
 	}
-	if _, err := c.cli.RoleDelete(ctx, role); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleNotFound) {
+	if _, err := cli.RoleDelete(ctx, role); err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrRoleNotFound) {
 		return fmt.Errorf("delete role %s: %w", role, mapError(err))
 	}
 	return nil

@@ -199,6 +199,17 @@ func TestRealCertificateUser(t *testing.T) {
 	if err := admin.EnableAuth(t.Context(), "root-pw"); err != nil {
 		t.Fatalf("EnableAuth: %v", err)
 	}
+	// The questions go over the member's own TLS connection, with the
+	// same certificate.
+	if _, list, err := admin.MemberList(t.Context()); err != nil || len(list) != 1 {
+		t.Fatalf("MemberList over TLS: %+v, %v", list, err)
+	}
+	if _, err := admin.Status(t.Context(), endpoint); err != nil {
+		t.Fatalf("Status over TLS: %v", err)
+	}
+	if _, err := admin.Alarms(t.Context()); err != nil {
+		t.Fatalf("Alarms over TLS: %v", err)
+	}
 	u := User{Name: "tenant-a", Role: "raftsman-user-tenant-a", Permissions: []Permission{PrefixPermission("/a/", AccessReadWrite)}}
 	if err := admin.EnsureUser(t.Context(), u); err != nil {
 		t.Fatalf("EnsureUser: %v", err)
