@@ -68,6 +68,9 @@ type look struct {
 	done   chan struct{}
 	ended  time.Time
 	answer observation
+	// waited: a pass waits for the answer, so its end wakes nobody (a
+	// wake-up would bring a pass that looks again for nothing).
+	waited bool
 }
 
 // observation is what one look at a cluster's etcd found.
@@ -146,7 +149,7 @@ func (o *Observer) observe(ctx context.Context, c *etcdv1.EtcdCluster, req lookR
 		}
 	}
 	suspect := o.suspect[key]
-	l = &look{done: make(chan struct{})}
+	l = &look{done: make(chan struct{}), waited: !suspect}
 	o.looks[key] = l
 	o.mu.Unlock()
 	go o.run(key, l, suspect, req)
@@ -157,15 +160,20 @@ func (o *Observer) observe(ctx context.Context, c *etcdv1.EtcdCluster, req lookR
 	defer t.Stop()
 	select {
 	case <-l.done:
-		o.mu.Lock()
-		defer o.mu.Unlock()
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	select {
+	case <-l.done:
 		if o.looks[key] == l {
 			delete(o.looks, key)
 		}
 		return l.answer, true
-	case <-t.C:
-		return observation{}, false
-	case <-ctx.Done():
+	default:
+		// Given up: the look's end wakes the cluster.
+		l.waited = false
 		return observation{}, false
 	}
 }
@@ -199,7 +207,11 @@ func (o *Observer) run(key types.NamespacedName, l *look, suspect bool, req look
 		observations.WithLabelValues("answered").Inc()
 	}
 	close(l.done)
+	waited := l.waited
 	o.mu.Unlock()
+	if waited {
+		return // the pass waiting for it takes the answer
+	}
 	wake := &etcdv1.EtcdCluster{}
 	wake.Namespace, wake.Name = key.Namespace, key.Name
 	select {

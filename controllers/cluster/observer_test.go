@@ -87,6 +87,18 @@ func observeSoon(t *testing.T, o *Observer, c *etcdv1.EtcdCluster, req lookReque
 	return r.obs, r.ok
 }
 
+// noWake fails the test if a wake-up is pending: a look whose answer the
+// pass waiting for it took wakes nobody, or every pass would bring another
+// that looks again.
+func noWake(t *testing.T, o *Observer) {
+	t.Helper()
+	select {
+	case ev := <-o.wake:
+		t.Fatalf("%s woken after its pass took the answer", ev.Object.Name)
+	default:
+	}
+}
+
 // woken waits for the observer's wake-up of the named cluster.
 func woken(t *testing.T, o *Observer, name string) {
 	t.Helper()
@@ -145,6 +157,7 @@ func TestObserverDoesNotWaitForASuspectCluster(t *testing.T) {
 	if !ok || !errors.Is(obs.listErr, etcd.ErrUnreachable) {
 		t.Fatalf("first look: ok %v, %+v, want the member list refused", ok, obs)
 	}
+	noWake(t, o)
 	// Now suspect: a pass does not wait an hour for its look, even one
 	// that answers; it takes the answer on the wake-up.
 	if _, ok := observeSoon(t, o, c, req); ok {
@@ -159,6 +172,7 @@ func TestObserverDoesNotWaitForASuspectCluster(t *testing.T) {
 	if _, ok := observeSoon(t, o, c, req); !ok {
 		t.Fatal("a cluster that answered again was not waited for")
 	}
+	noWake(t, o)
 }
 
 func TestObserverDemotesAClusterThatStopsAnswering(t *testing.T) {
