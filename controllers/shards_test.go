@@ -218,6 +218,6 @@ func clusterOptions() cluster.Options {
 	o := cluster.DefaultOptions()
 	o.RetryInterval = 100 * time.Millisecond
 	o.WaitInterval, o.UnhealthyInterval, o.StuckInterval = 500*time.Millisecond, time.Second, 2500*time.Millisecond
-	o.HealthInterval = time.Second
+	o.HealthInterval, o.CalmHealthInterval = time.Second, time.Second
 	return o
 }

@@ -60,6 +60,7 @@ func main() {
 	flag.StringVar(&opts.Cluster.EtcdRepository, "etcd-repository", opts.Cluster.EtcdRepository, "Image repository of etcd; a cluster runs <repository>:v<version> unless it names an image.")
 	flag.StringVar(&opts.Cluster.ClusterDomain, "cluster-domain", opts.Cluster.ClusterDomain, "DNS domain of the Kubernetes cluster.")
 	flag.DurationVar(&opts.Cluster.HealthInterval, "health-interval", opts.Cluster.HealthInterval, "How often a quiet etcd cluster's members are asked for their health.")
+	flag.DurationVar(&opts.Cluster.CalmHealthInterval, "calm-health-interval", opts.Cluster.CalmHealthInterval, "Longest time between two health polls of a calm etcd cluster (healthy, under half its quota, not growing): its polls space out from --health-interval, doubling, up to it. At most --health-interval polls every --health-interval.")
 	flag.DurationVar(&opts.Cluster.RolloutTimeout, "rollout-timeout", opts.Cluster.RolloutTimeout, "How long a member restarted by a rolling change may take to be healthy and caught up before the rollout stops (Degraded, reason RolloutStuck).")
 	flag.DurationVar(&opts.Cluster.LostPodTimeout, "lost-pod-timeout", opts.Cluster.LostPodTimeout, "How long past its grace period a member's Pod may stay terminating (its node lost) before the member is replaced; 0 turns it off.")
 	flag.DurationVar(&opts.Cluster.DefragTimeout, "defrag-timeout", opts.Cluster.DefragTimeout, "How long one member's defragmentation may take.")

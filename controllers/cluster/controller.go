@@ -31,6 +31,10 @@ type Options struct {
 	// their health. etcd has no watch for member health, so this is a poll;
 	// it is off the path of membership changes, which watches drive.
 	HealthInterval time.Duration
+	// CalmHealthInterval is the longest time between two polls of a calm
+	// cluster: its polls space out from HealthInterval, doubling, up to
+	// it (polls.go). At most HealthInterval: every HealthInterval.
+	CalmHealthInterval time.Duration
 	// RetryInterval is how soon a membership change etcd refused "for now"
 	// is tried again (etcd waits until every voter has been connected for
 	// 5 s, and promotes a learner only once it caught up).
@@ -96,24 +100,25 @@ type Options struct {
 // DefaultOptions are the defaults of the operator's flags.
 func DefaultOptions() Options {
 	return Options{
-		EtcdRepository:    "quay.io/coreos/etcd",
-		ClusterDomain:     "cluster.local",
-		HealthInterval:    time.Minute,
-		RetryInterval:     200 * time.Millisecond,
-		WaitInterval:      time.Second,
-		UnhealthyInterval: 2 * time.Second,
-		StuckInterval:     5 * time.Second,
-		EtcdTimeout:       5 * time.Second,
-		StatusTimeout:     time.Second,
-		RolloutTimeout:    5 * time.Minute,
-		LearnerTimeout:    5 * time.Minute,
-		LostPodTimeout:    time.Minute,
-		DefragTimeout:     10 * time.Minute,
-		LongCalls:         2,
-		Observations:      16,
-		ObserveWait:       time.Second,
-		DrainDelay:        3 * time.Second,
-		Workers:           8,
+		EtcdRepository:     "quay.io/coreos/etcd",
+		ClusterDomain:      "cluster.local",
+		HealthInterval:     time.Minute,
+		CalmHealthInterval: 5 * time.Minute,
+		RetryInterval:      200 * time.Millisecond,
+		WaitInterval:       time.Second,
+		UnhealthyInterval:  2 * time.Second,
+		StuckInterval:      5 * time.Second,
+		EtcdTimeout:        5 * time.Second,
+		StatusTimeout:      time.Second,
+		RolloutTimeout:     5 * time.Minute,
+		LearnerTimeout:     5 * time.Minute,
+		LostPodTimeout:     time.Minute,
+		DefragTimeout:      10 * time.Minute,
+		LongCalls:          2,
+		Observations:       16,
+		ObserveWait:        time.Second,
+		DrainDelay:         3 * time.Second,
+		Workers:            8,
 	}
 }
 
@@ -132,6 +137,9 @@ type Reconciler struct {
 	// Observer looks at each cluster's etcd beside the workers (nil: in
 	// the reconcile).
 	Observer *Observer
+
+	// polls paces each cluster's health checks (polls.go).
+	polls polls
 
 	// written: this controller's last writes, so that a pass never
 	// decides from a cached copy older than them.

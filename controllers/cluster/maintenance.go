@@ -105,7 +105,7 @@ func (r *Reconciler) startDefrag(ctx context.Context, s *scope, st *etcdv1.Maint
 			// repaired soon after it is raised.
 			next = minTime(next, now.Add(nearQuotaInterval))
 		}
-		return untilNext(next, now, r.Options.HealthInterval), nil
+		return untilNext(next, now, r.pollInterval(s)), nil
 	}
 	if !scheduledAt.IsZero() {
 		st.LastScheduleTime = &metav1.Time{Time: scheduledAt}

@@ -62,6 +62,8 @@ type scope struct {
 	// observing: etcd's answer is not there yet (Observer), so the pass
 	// decided nothing and its facts say nothing of etcd.
 	observing bool
+	// pollIn is how soon etcd is polled again (pollInterval), once known.
+	pollIn time.Duration
 
 	// afterWrite runs once this pass's status is written: events that
 	// report what the status records, so that a pass whose write failed
@@ -82,6 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.Etcd.Forget(req.String())
 			r.Observer.forget(req.NamespacedName)
+			r.polls.forget(req.NamespacedName)
 			dbSizes.Delete(req.String())
 			forgetEvents(req.String())
 		}
@@ -277,13 +280,22 @@ func boolInt(b bool) int {
 
 // healthCheckLater brings the cluster back for a health check: soon while a
 // member does not answer (a member that just started or was promoted may miss
-// one status question, and no Kubernetes event follows its recovery), after
-// the health interval once all are healthy.
+// one status question, and no Kubernetes event follows its recovery), at
+// the pace of its polls once all are healthy (polls.go).
 func (r *Reconciler) healthCheckLater(_ context.Context, s *scope) (ctrl.Result, error) {
 	for _, em := range s.etcdList {
 		if !s.healthy(em.ID) {
 			return ctrl.Result{RequeueAfter: r.Options.UnhealthyInterval}, nil
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.Options.HealthInterval}, nil
+	return ctrl.Result{RequeueAfter: r.pollInterval(s)}, nil
+}
+
+// pollInterval is how soon etcd is polled again after this pass, counted
+// once per pass.
+func (r *Reconciler) pollInterval(s *scope) time.Duration {
+	if s.pollIn == 0 {
+		s.pollIn = r.polls.next(&s.view, time.Now(), r.Options.HealthInterval, r.Options.CalmHealthInterval)
+	}
+	return s.pollIn
 }

@@ -38,6 +38,9 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 	opts.RetryInterval = 100 * time.Millisecond
 	opts.WaitInterval, opts.UnhealthyInterval, opts.StuckInterval = 500*time.Millisecond, time.Second, 2500*time.Millisecond
 	opts.HealthInterval = 500 * time.Millisecond
+	// Every poll at HealthInterval: the tests change the fake etcd, which
+	// sends no event, and wait for the next poll to see it.
+	opts.CalmHealthInterval = opts.HealthInterval
 	opts.EtcdTimeout = 2 * time.Second
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
 		if err := (&cluster.Reconciler{
