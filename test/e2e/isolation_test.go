@@ -61,20 +61,17 @@ func TestTenantWhoseEtcdHangs(t *testing.T) {
 			}()
 			t.Logf("paused etcd of %s/%s (pid %d)", hungNS, members[0].Name, pid)
 
-			// The other tenant scales 1 -> 3 while the first one hangs.
+			// The other tenant scales 1 -> 3 while the first one hangs. The
+			// hung one is checked meanwhile: the kubelet restarts a paused
+			// etcd once its liveness probe has failed for 2 minutes.
 			busyCli := etcdClient(ctx, t, k, busyKey)
 			w := startWriter(ctx, busyCli, "busy/")
 			start := time.Now()
 			setReplicas(ctx, t, k, busyKey, 3)
-			waitConverged(ctx, t, k, busyKey, 3, 3*time.Minute)
-			t.Logf("the other tenant scaled 1 -> 3 in %.1fs while the first one's etcd hung", time.Since(start).Seconds())
-			acked, failed := w.stop()
-			t.Logf("writer: %d acknowledged, %d failed and retried", len(acked), failed)
-			checkKeys(ctx, t, busyCli, "busy/", acked)
 
 			// The hung tenant is told the truth, and nothing is done to it:
 			// still one member, the same one, and no recovery (Manual).
-			waitFor(ctx, t, 2*time.Minute, "the hung cluster to say its quorum is lost", func() (bool, error) {
+			waitFor(ctx, t, time.Minute, "the hung cluster to say its quorum is lost", func() (bool, error) {
 				c := &etcdv1.EtcdCluster{}
 				if err := k.c.Get(ctx, hungKey, c); err != nil {
 					return false, err
@@ -82,6 +79,14 @@ func TestTenantWhoseEtcdHangs(t *testing.T) {
 				a := meta.FindStatusCondition(c.Status.Conditions, etcdv1.ConditionAvailable)
 				return a != nil && a.Status == metav1.ConditionFalse && a.Reason == etcdv1.ReasonQuorumLost, nil
 			})
+			t.Logf("the hung cluster says QuorumLost %.1fs after the pause", time.Since(start).Seconds())
+
+			waitConverged(ctx, t, k, busyKey, 3, 3*time.Minute)
+			t.Logf("the other tenant scaled 1 -> 3 in %.1fs while the first one's etcd hung", time.Since(start).Seconds())
+			acked, failed := w.stop()
+			t.Logf("writer: %d acknowledged, %d failed and retried", len(acked), failed)
+			checkKeys(ctx, t, busyCli, "busy/", acked)
+
 			if now := membersOf(ctx, t, k, hungKey); len(now) != 1 || now[0].Name != members[0].Name || now[0].Status.MemberID != members[0].Status.MemberID {
 				t.Fatalf("the hung cluster's members changed while it hung: %v (was %s, ID %s)", memberNames(now), members[0].Name, members[0].Status.MemberID)
 			}
@@ -94,7 +99,9 @@ func TestTenantWhoseEtcdHangs(t *testing.T) {
 			}
 
 			if err := resume(pid); err != nil {
-				t.Fatal(err)
+				// Gone: the kubelet restarted it (liveness), which ends
+				// the hang the same way.
+				t.Logf("resume %d: %v", pid, err)
 			}
 			resumed = true
 			waitConverged(ctx, t, k, hungKey, 1, 3*time.Minute)
