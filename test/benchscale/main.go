@@ -936,6 +936,11 @@ func (r *results) markdown(now time.Time) string {
 		fmt.Sprintf("about half (%.1f-%.1f)", 0.5-heapTolerance, 0.5+heapTolerance), yes(heapOK))
 
 	b.WriteString("\n")
+	// An operator that looks at its idle clusters far more often than its
+	// health interval asks is busy: say so before the figures are read.
+	if looks := (r.idleLooks["answered"] + r.idleLooks["no_answer"]) / r.idle.Minutes() / float64(r.n); looks > 2 {
+		fmt.Fprintf(&b, "Note: the operator looked at each idle cluster's etcd %.1f times a minute where --health-interval (1m) asks for once, and never went quiet; the etcd request, reconcile and look rows, the heap (reconciles under way) and the scale-up times measure an operator busy with that.\n\n", looks)
+	}
 	if r.sim {
 		r.simMethod(&b)
 	} else {
