@@ -1,8 +1,14 @@
 // Command benchscale measures the operator at scale against a real
-// kube-apiserver (envtest) with a fake etcd per cluster: how long N clusters
-// take to become Available, the heap each costs, the API requests an idle
-// cluster costs, and how two replicas share 4 shards. It writes its section
-// of the results file and asserts nothing: machines are noisy.
+// kube-apiserver (envtest): how long N clusters take to become Available,
+// the heap and goroutines each costs, the API and etcd requests an idle
+// cluster costs, how long a scale-up takes to start while other clusters'
+// etcd hangs, and how two replicas share 4 shards. It writes its section of
+// the results file and asserts nothing: machines are noisy.
+//
+// With -etcd=sim (the default) the operator uses its real etcd client
+// against etcdsim, an etcd simulator in a process of its own serving each
+// member over TLS on a loopback port; with -etcd=fake, an in-memory fake
+// etcd per cluster in the operator's process.
 //
 //	go run ./test/benchscale -out bench/RESULTS.md   (make bench-scale)
 //
@@ -18,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -44,13 +51,23 @@ import (
 	"github.com/raftsman/raftsman/controllers"
 	"github.com/raftsman/raftsman/controllers/cluster"
 	"github.com/raftsman/raftsman/controllers/tls"
+	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
+	"github.com/raftsman/raftsman/test/benchscale/etcdsim"
 )
 
 var (
 	out      = flag.String("out", "bench/RESULTS.md", "file whose bench-scale section is written")
 	clusters = flag.Int("clusters", 1000, "number of EtcdClusters")
-	idle     = flag.Duration("idle", time.Minute, "how long the converged clusters are watched for API requests")
+	// The operator looks at a quiet healthy cluster once per
+	// --health-interval (1m): a window of 3 covers three looks of every
+	// cluster, and outlasts the 2 minutes after which the real client
+	// closes a balanced client left unused.
+	idle     = flag.Duration("idle", 3*time.Minute, "how long the converged clusters are watched for API and etcd requests")
+	etcdMode = flag.String("etcd", "sim", "sim: the operator's real etcd client against the etcd simulator (a process of its own); fake: an in-memory fake etcd in the operator's process")
+	hung     = flag.Int("hung", 200, "with -etcd=sim, how many clusters hang (etcd paused, member Pods not Ready) while others scale")
+	scales   = flag.Int("scales", 5, "with -etcd=sim, how many clusters scale 1 -> 2 with none hung, and as many with -hung hung")
+	hangFor  = flag.Duration("hang-for", time.Minute, "with -etcd=sim, how long the hung clusters hang at least")
 	shards   = flag.Int("shards", 4, "number of shards, split over two replicas in the last measurement")
 	timeout  = flag.Duration("timeout", 6*time.Minute, "how long the clusters may take to become Available")
 	verbose  = flag.Bool("v", false, "log the controllers to standard error")
@@ -59,6 +76,10 @@ var (
 	// A replica re-executes this program with -replica and controller-runtime's
 	// -kubeconfig; not for people.
 	replica = flag.String("replica", "", "internal: run as the operator replica of this name")
+	// The simulator is this program again with -etcdsim-serve; a replica
+	// reaches it at -etcdsim-addr. Not for people either.
+	etcdsimServe = flag.Bool("etcdsim-serve", false, "internal: run as the etcd simulator")
+	etcdsimAddr  = flag.String("etcdsim-addr", "", "internal: the etcd simulator's control address, for a replica")
 )
 
 const (
@@ -66,9 +87,9 @@ const (
 	// clustersPerNamespace spreads the clusters as a fleet would be.
 	clustersPerNamespace = 100
 	// The pass/fail lines of the targets.
-	heapTarget     = 100 << 10 // bytes per cluster
-	splitTolerance = 0.10      // of the clusters, around an even split
-	heapTolerance  = 0.10      // of one replica's heap, around half of it
+	heapTarget     = 64 << 10 // bytes per cluster
+	splitTolerance = 0.10     // of the clusters, around an even split
+	heapTolerance  = 0.10     // of one replica's heap, around half of it
 )
 
 func main() {
@@ -84,9 +105,14 @@ func main() {
 		ctrl.SetLogger(logr.Discard())
 	}
 	var err error
-	if *replica != "" {
+	switch {
+	case *etcdsimServe:
+		err = etcdsim.ServeChild()
+	case *replica != "":
 		err = runReplica(*replica, *shards)
-	} else {
+	case *etcdMode != "sim" && *etcdMode != "fake":
+		err = fmt.Errorf("-etcd=%s: sim or fake", *etcdMode)
+	default:
 		// SIGPIPE too: a closed standard output (bench-scale | head) would
 		// otherwise end the process at once and leave the API server running.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
@@ -103,7 +129,7 @@ func main() {
 func usage() {
 	fmt.Fprintf(flag.CommandLine.Output(), "Usage: %s [flags]\n", filepath.Base(os.Args[0]))
 	flag.VisitAll(func(f *flag.Flag) {
-		if f.Name != "replica" && f.Name != "kubeconfig" {
+		if f.Name != "replica" && f.Name != "kubeconfig" && !strings.HasPrefix(f.Name, "etcdsim-") {
 			fmt.Fprintf(flag.CommandLine.Output(), "  -%s\t%s (default %q)\n", f.Name, f.Usage, f.DefValue)
 		}
 	})
@@ -113,32 +139,64 @@ func usage() {
 type results struct {
 	n, shards int
 	cpus      int
+	sim       bool          // the real etcd client against the simulator
 	created   time.Duration // first create to the last
 	converged time.Duration // first create to every cluster Available
 	// formWrites are the operator's writes until the clusters were formed
 	// and the writes that follow Available had ended, leases left out.
 	formWrites int64
 	heap       heap // the operator's, for the n clusters
-	idle       time.Duration
-	idleReads  int64 // in the idle window, lease requests left out
-	idleWrites int64
-	idleLease  int64
+	goroutines int  // the operator's, for the n clusters
+	// formedConns are the simulator's counters once the clusters formed;
+	// idleEtcd what they rose by in the idle window; simHeap the
+	// simulator's own heap then.
+	formedConns simCounts
+	idleEtcd    simCounts
+	simHeap     int64
+	scale       *scaleFigures
+	idle        time.Duration
+	idleReads   int64 // in the idle window, lease requests left out
+	idleWrites  int64
+	idleLease   int64
 	// idleWritesByResource is raftsman_api_writes_total over the window.
 	idleWritesByResource map[string]float64
-	single               report
-	pair                 []report
+	// idleReconciles are the reconciles by controller in the idle window,
+	// idleLooks the Observer's looks at etcd by result.
+	idleReconciles, idleLooks map[string]float64
+	single                    report
+	pair                      []report
+	// singleNote and pairNote say why replicas were measured while busy.
+	singleNote, pairNote string
+	// unimplemented are the calls the simulator does not answer, by method,
+	// over the whole run.
+	unimplemented map[string]int64
+	// previous are the figures of the section this run replaces, by row.
+	previous previousSection
 }
 
 func run(ctx context.Context) error {
 	began := time.Now()
-	r := &results{n: *clusters, shards: *shards, cpus: runtime.NumCPU(), idle: *idle}
+	r := &results{n: *clusters, shards: *shards, cpus: runtime.NumCPU(), idle: *idle, sim: *etcdMode == "sim"}
+	r.previous = readPrevious(*out)
+	var sim *simProcess
+	if r.sim {
+		if *hung < 0 || *scales < 1 || *hung+2**scales > r.n {
+			return fmt.Errorf("-hung=%d and -scales=%d need -clusters of at least %d", *hung, *scales, *hung+2**scales)
+		}
+		var err error
+		if sim, err = startSimProcess(*verbose); err != nil {
+			return err
+		}
+		defer sim.stop()
+		fmt.Printf("etcd simulator at %s\n", sim.ctl.Addr())
+	}
 	env, cfg, err := startAPIServer()
 	if err != nil {
 		return err
 	}
 	defer func() { _ = env.Stop() }()
 	fmt.Printf("API server up after %.1fs\n", time.Since(began).Seconds())
-	if err := r.oneReplica(ctx, cfg); err != nil {
+	if err := r.oneReplica(ctx, cfg, sim); err != nil {
 		return err
 	}
 
@@ -155,15 +213,26 @@ func run(ctx context.Context) error {
 	if err := kc.Close(); err != nil {
 		return err
 	}
-	single, err := runReplicas(ctx, kc.Name(), r.n, r.shards, "single")
+	simAddr := ""
+	if sim != nil {
+		simAddr = sim.ctl.Addr()
+	}
+	single, note, err := runReplicas(ctx, kc.Name(), simAddr, r.n, r.shards, "single")
 	if err != nil {
 		return err
 	}
-	r.single = single[0]
-	if r.pair, err = runReplicas(ctx, kc.Name(), r.n, r.shards, "a", "b"); err != nil {
+	r.single, r.singleNote = single[0], note
+	if r.pair, r.pairNote, err = runReplicas(ctx, kc.Name(), simAddr, r.n, r.shards, "a", "b"); err != nil {
 		return err
 	}
 
+	if sim != nil {
+		st, err := simStats(ctx, sim.ctl)
+		if err != nil {
+			return err
+		}
+		r.unimplemented = st.Unimplemented
+	}
 	section := r.markdown(time.Now())
 	fmt.Print("\n" + section)
 	fmt.Printf("\nwall time %.0fs\n", time.Since(began).Seconds())
@@ -172,8 +241,10 @@ func run(ctx context.Context) error {
 
 // oneReplica runs the operator in this process, every shard in one
 // replica, and measures 1. the time to form the clusters, 2. the heap they
-// cost and 3. the API requests of idle clusters.
-func (r *results) oneReplica(ctx context.Context, cfg *rest.Config) error {
+// cost and 3. the API (and etcd) requests of idle clusters; with the
+// simulator, 4. how long scale-ups take to start with and without hung
+// clusters.
+func (r *results) oneReplica(ctx context.Context, cfg *rest.Config, sim *simProcess) error {
 	scheme, c, namespaces, err := r.prepare(ctx, cfg)
 	if err != nil {
 		return err
@@ -183,23 +254,37 @@ func (r *results) oneReplica(ctx context.Context, cfg *rest.Config) error {
 	kube.CountWrites(opCfg)
 	count := &apiCounter{}
 	opCfg.Wrap(count.wrap)
-	baseline := heapNow()
-	stopOperator, err := startOperator(opCfg, scheme, newFakeEtcd(c))
+	baseline, baseGoroutines := heapNow(), runtime.NumGoroutine()
+	var factory etcd.Factory
+	var kub *simKubelet
+	if sim != nil {
+		factory, kub = newSimFactory(sim.ctl), newSimKubelet(sim.ctl)
+	} else {
+		factory = newFakeEtcd(c)
+	}
+	stopOperator, err := startOperator(opCfg, scheme, factory)
 	if err != nil {
 		return err
 	}
 	defer stopOperator()
 
 	// 1. Time to form every cluster.
-	if err := r.form(ctx, c, namespaces); err != nil {
+	if err := r.form(ctx, c, namespaces, kub); err != nil {
 		return err
 	}
 	// 2. Heap, once the writes that follow Available have ended.
-	if err := r.measureHeap(ctx, count, baseline); err != nil {
+	if err := r.measureHeap(ctx, count, baseline, baseGoroutines, sim); err != nil {
 		return err
 	}
 	// 3. Requests of idle clusters.
-	return r.measureIdle(ctx, count)
+	if err := r.measureIdle(ctx, count, sim); err != nil {
+		return err
+	}
+	if sim == nil {
+		return nil
+	}
+	// 4. Scale-ups, with and without hung clusters.
+	return r.measureScales(ctx, c, sim.ctl, namespaces, *scales, *hung)
 }
 
 // prepare makes the benchmark's own client (its requests are not the
@@ -229,31 +314,63 @@ func (r *results) prepare(ctx context.Context, cfg *rest.Config) (*apiruntime.Sc
 
 // measureHeap waits for the writes that follow Available to end, then
 // records them and the heap the operator holds above baseline.
-func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline heap) error {
+func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline heap, baseGoroutines int, sim *simProcess) error {
 	quiet := waitQuiet(ctx, count, 5*time.Second, time.Minute)
 	formed := count.snapshot()
 	r.formWrites = formed.writes
 	fmt.Printf("writes quiet %.1fs after; to form them the operator sent %d reads, %d writes (%.1f per cluster: %v), %d lease requests\n",
 		quiet.Seconds(), formed.reads, formed.writes, float64(formed.writes)/float64(r.n), perCluster(writesByResource(), r.n), formed.lease)
 	r.heap = heapNow().minus(baseline)
+	r.goroutines = runtime.NumGoroutine() - baseGoroutines
+	if sim != nil {
+		st, err := simStats(ctx, sim.ctl)
+		if err != nil {
+			return err
+		}
+		r.formedConns, r.simHeap = aggregate(st, nil), st.HeapInuse
+		fmt.Printf("etcd simulator: %d members, %d connections open, %d accepted, %d TLS handshakes (%d failed: %s), requests %s; unimplemented calls %v; its heap %.1f MiB, %d goroutines\n",
+			r.formedConns.members, r.formedConns.open, r.formedConns.accepted, r.formedConns.handshakes, st.HandshakeErrors, st.LastHandshakeError,
+			r.formedConns.byMethod(1), st.Unimplemented, mib(st.HeapInuse), st.Goroutines)
+	}
 	if *heapProfile != "" {
 		if err := writeHeapProfile(*heapProfile); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("operator heap: in use %.1f MiB (%.1f KiB per cluster), live %.1f MiB (%.1f KiB per cluster)\n",
-		mib(r.heap.inuse), kib(r.heap.inuse)/float64(r.n), mib(r.heap.live), kib(r.heap.live)/float64(r.n))
+	fmt.Printf("operator heap: in use %.1f MiB (%.1f KiB per cluster), live %.1f MiB (%.1f KiB per cluster); %d goroutines (%.2f per cluster)\n",
+		mib(r.heap.inuse), kib(r.heap.inuse)/float64(r.n), mib(r.heap.live), kib(r.heap.live)/float64(r.n), r.goroutines, float64(r.goroutines)/float64(r.n))
 	return nil
 }
 
 // measureIdle counts the operator's requests while the clusters are idle.
-func (r *results) measureIdle(ctx context.Context, count *apiCounter) error {
+func (r *results) measureIdle(ctx context.Context, count *apiCounter, sim *simProcess) error {
+	var etcdBefore simCounts
+	if sim != nil {
+		st, err := simStats(ctx, sim.ctl)
+		if err != nil {
+			return err
+		}
+		etcdBefore = aggregate(st, nil)
+	}
 	before, beforeByRes := count.snapshot(), writesByResource()
+	reconcilesBefore, looksBefore := reconcileCounters(), observerCounters()
 	pause(ctx, r.idle)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	after, afterByRes := count.snapshot(), writesByResource()
+	r.idleReconciles, r.idleLooks = delta(reconcileCounters(), reconcilesBefore), delta(observerCounters(), looksBefore)
+	fmt.Printf("idle %s: reconciles by controller %v, looks at etcd %v\n", r.idle, r.idleReconciles, r.idleLooks)
+	if sim != nil {
+		st, err := simStats(ctx, sim.ctl)
+		if err != nil {
+			return err
+		}
+		r.idleEtcd = aggregate(st, nil).minus(etcdBefore)
+		perMin := 1 / r.idle.Minutes() / float64(r.n)
+		fmt.Printf("idle %s, etcd: %.3f requests per cluster per minute (%s), %d connections accepted, %d TLS handshakes, %d open\n",
+			r.idle, float64(r.idleEtcd.total())*perMin, r.idleEtcd.byMethod(perMin), r.idleEtcd.accepted, r.idleEtcd.handshakes, r.idleEtcd.open)
+	}
 	r.idleReads, r.idleWrites, r.idleLease = after.reads-before.reads, after.writes-before.writes, after.lease-before.lease
 	r.idleWritesByResource = map[string]float64{}
 	for res, v := range afterByRes {
@@ -268,13 +385,13 @@ func (r *results) measureIdle(ctx context.Context, count *apiCounter) error {
 
 // form creates the clusters while playing the kubelet, and waits until
 // every one is Available.
-func (r *results) form(ctx context.Context, c client.WithWatch, namespaces []string) error {
+func (r *results) form(ctx context.Context, c client.WithWatch, namespaces []string, kub *simKubelet) error {
 	simCtx, stopSim := context.WithCancel(ctx)
 	var sim sync.WaitGroup
 	// The simulator and the availability watch are not the operator's:
 	// stopped, their memory goes before the heap is measured.
 	defer func() { stopSim(); sim.Wait() }()
-	sim.Go(func() { kubelet(simCtx, c, 4) })
+	sim.Go(func() { kubelet(simCtx, c, 4, kub) })
 	avail := newAvailability(r.n)
 	sim.Go(func() { watchAll(simCtx, c, &etcdv1.EtcdClusterList{}, nil, avail.observe) })
 
@@ -349,12 +466,12 @@ func newScheme() (*apiruntime.Scheme, error) {
 
 // startOperator runs one replica in this process as the operator runs:
 // a root manager with the shard runner, Leases on with the default timings.
-func startOperator(cfg *rest.Config, scheme *apiruntime.Scheme, fake *fakeEtcd) (stop func(), err error) {
+func startOperator(cfg *rest.Config, scheme *apiruntime.Scheme, factory etcd.Factory) (stop func(), err error) {
 	root, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		return nil, err
 	}
-	opts := controllers.Options{Etcd: fake, Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions()}
+	opts := controllers.Options{Etcd: factory, Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions()}
 	so := controllers.DefaultShardOptions()
 	so.Shards, so.Namespace, so.Identity = *shards, operatorNamespace, "bench"
 	if err := controllers.SetupShards(root, opts, so); err != nil {
@@ -552,7 +669,12 @@ func writesByResource() map[string]float64 {
 // runReplicas starts replicas in processes of their own at once, waits
 // until they have settled and returns their reports; it stops them at the
 // end.
-func runReplicas(ctx context.Context, kubeconfig string, n, shardCount int, names ...string) ([]report, error) {
+//
+// Replicas whose work never stops (reconciles keep coming, as they do when
+// the operator loops on its clusters) are measured anyway busyFor after
+// every shard is held and every cluster reconciled once, and the note says
+// so.
+func runReplicas(ctx context.Context, kubeconfig, simAddr string, n, shardCount int, names ...string) ([]report, string, error) {
 	start := time.Now()
 	var children []*child
 	defer func() {
@@ -561,45 +683,96 @@ func runReplicas(ctx context.Context, kubeconfig string, n, shardCount int, name
 		}
 	}()
 	for _, name := range names {
-		c, err := startChild(name, kubeconfig, shardCount, *verbose)
+		c, err := startChild(name, kubeconfig, simAddr, shardCount, *verbose)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		children = append(children, c)
 	}
 	var prev []report
-	var since time.Time
+	var since, placedAt, shardsSince time.Time
+	var placedReconciles int64
 	deadline := time.Now().Add(3 * time.Minute)
+	done := func(reps []report, how string) {
+		for _, rep := range reps {
+			fmt.Printf("replica %s (%s %.0fs after its start): shards %v, %d clusters, %d cached objects %v, heap in use %.1f MiB, live %.1f MiB, %d reconciles\n",
+				rep.Replica, how, time.Since(start).Seconds(), rep.Shards, rep.Clusters, rep.cachedObjects(), rep.Objects, mib(rep.Heap), mib(rep.Live), rep.Reconciles)
+		}
+	}
 	for {
 		pause(ctx, time.Second)
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, "", ctx.Err()
 		}
 		reps := make([]report, 0, len(children))
 		for _, c := range children {
 			rep, err := c.report()
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			reps = append(reps, rep)
 		}
+		ok := placed(reps, n, shardCount)
 		switch {
-		case !settled(reps, n, shardCount):
-			since = time.Time{}
-		case since.IsZero() || !sameWork(reps, prev):
+		case !ok:
+			since, placedAt, shardsSince = time.Time{}, time.Time{}, time.Time{}
+		case placedAt.IsZero():
+			placedAt, placedReconciles, shardsSince = time.Now(), reconciles(reps), time.Now()
+		case !sameShards(reps, prev):
+			shardsSince = time.Now()
+		}
+		switch {
+		case !ok:
+		case !quiet(reps) || since.IsZero() || !sameWork(reps, prev):
 			since = time.Now()
 		case time.Since(since) >= settleFor:
-			for _, rep := range reps {
-				fmt.Printf("replica %s (settled %.0fs after its start): shards %v, %d clusters, %d cached objects %v, heap in use %.1f MiB, live %.1f MiB\n",
-					rep.Replica, time.Since(start).Seconds(), rep.Shards, rep.Clusters, rep.cachedObjects(), rep.Objects, mib(rep.Heap), mib(rep.Live))
-			}
-			return reps, nil
+			done(reps, "settled")
+			return reps, "", nil
+		}
+		if ok && time.Since(placedAt) >= busyFor && time.Since(shardsSince) >= settleFor {
+			rate := float64(reconciles(reps)-placedReconciles) / time.Since(placedAt).Seconds()
+			done(reps, "still busy")
+			return reps, fmt.Sprintf("never quiet: %.0f reconciles per second went on after every cluster had been reconciled once", rate), nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("replicas %v not settled after 3 minutes: %+v", names, reps)
+			return nil, "", fmt.Errorf("replicas %v not settled after 3 minutes: %+v", names, reps)
 		}
 		prev = reps
 	}
+}
+
+// busyFor is how long replicas that hold their shards and have reconciled
+// every cluster may stay busy before they are measured anyway.
+const busyFor = time.Minute
+
+func reconciles(reps []report) int64 {
+	var t int64
+	for _, r := range reps {
+		t += r.Reconciles
+	}
+	return t
+}
+
+// quiet: no reconcile is running.
+func quiet(reps []report) bool {
+	for _, r := range reps {
+		if r.InFlight != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func sameShards(reps, prev []report) bool {
+	if len(reps) != len(prev) {
+		return false
+	}
+	for i := range reps {
+		if !slices.Equal(reps[i].Shards, prev[i].Shards) {
+			return false
+		}
+	}
+	return true
 }
 
 // settleFor is how long the replicas' shards and work must stay the same
@@ -607,9 +780,9 @@ func runReplicas(ctx context.Context, kubeconfig string, n, shardCount int, name
 // to hand a shard over if it were to.
 const settleFor = 2 * replicaLeaseDuration
 
-// settled: every shard is held by exactly one replica, the caches hold every
-// cluster, and each replica's first pass over its clusters has ended.
-func settled(reps []report, n, shardCount int) bool {
+// placed: every shard is held by exactly one replica, the caches hold every
+// cluster, and each replica has started a pass over each of its clusters.
+func placed(reps []report, n, shardCount int) bool {
 	held := map[int]int{}
 	clusters := 0
 	for _, r := range reps {
@@ -617,7 +790,7 @@ func settled(reps []report, n, shardCount int) bool {
 			held[s]++
 		}
 		clusters += r.Clusters
-		if r.Error != "" || r.InFlight != 0 || r.Reconciles < int64(r.Clusters) {
+		if r.Error != "" || r.Reconciles < int64(r.Clusters) {
 			return false
 		}
 	}
@@ -673,21 +846,78 @@ func (r *results) markdown(now time.Time) string {
 	idleRequests := perMin(r.idleReads+r.idleWrites) / float64(r.n)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Scale (envtest, fake etcd)\n\n")
-	fmt.Fprintf(&b, "Written by `make bench-scale` on %s; one run with N = %d clusters of one member each and %d shards; the API server, its etcd and the operator shared %d CPUs.\n\n",
-		now.UTC().Format("2006-01-02 15:04 UTC"), r.n, r.shards, r.cpus)
-	fmt.Fprintf(&b, "| measurement | value | target | met? |\n|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| first create to all %d clusters Available (the creates took %.1f s) | %.1f s | | |\n", r.n, r.created.Seconds(), r.converged.Seconds())
-	fmt.Fprintf(&b, "| operator API writes per cluster to form it (events included, lease renewals left out) | %.1f | | |\n", float64(r.formWrites)/float64(r.n))
-	fmt.Fprintf(&b, "| operator heap in use per cluster, one replica running every shard | %.1f KiB | <= %d KiB | %s |\n",
-		heapPerCluster, heapTarget>>10, yes(heapPerCluster <= kib(heapTarget)))
+	mode := "fake etcd"
+	if r.sim {
+		mode = "etcd simulator, real etcd client"
+	}
+	fmt.Fprintf(&b, "## Scale (envtest, %s)\n\n", mode)
+	who := "the API server, its etcd and the operator"
+	if r.sim {
+		who = "the API server, its etcd, the operator and the etcd simulator"
+	}
+	fmt.Fprintf(&b, "Written by `make bench-scale` on %s; one run with N = %d clusters of one member each and %d shards; %s shared %d CPUs.\n\n",
+		now.UTC().Format("2006-01-02 15:04 UTC"), r.n, r.shards, who, r.cpus)
+	last := "last round"
+	if r.previous.written != "" {
+		last = fmt.Sprintf("last round (%s, %s)", r.previous.written, r.previous.title)
+	}
+	fmt.Fprintf(&b, "| measurement | value | %s | target | met? |\n|---|---|---|---|---|\n", last)
+	row := func(label, value, target, met string) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", label, value, r.previous.value(label), target, met)
+	}
+	row(fmt.Sprintf("first create to all %d clusters Available (the creates took %.1f s)", r.n, r.created.Seconds()), fmt.Sprintf("%.1f s", r.converged.Seconds()), "", "")
+	row("operator API writes per cluster to form it (events included, lease renewals left out)", fmt.Sprintf("%.1f", float64(r.formWrites)/float64(r.n)), "", "")
+	row("operator heap in use per cluster, one replica running every shard", fmt.Sprintf("%.1f KiB", heapPerCluster),
+		fmt.Sprintf("<= %d KiB", heapTarget>>10), yes(heapPerCluster <= kib(heapTarget)))
+	perCl := func(v int64) float64 { return float64(v) / float64(r.n) }
+	row("operator goroutines per cluster, one replica running every shard", fmt.Sprintf("%.2f", float64(r.goroutines)/float64(r.n)), "", "")
+	if r.sim {
+		row(fmt.Sprintf("open connections per cluster to its etcd once formed, as the simulator counts them (%d TLS handshakes for %d members)", r.formedConns.handshakes, r.formedConns.members),
+			fmt.Sprintf("%.2f", perCl(r.formedConns.open)), "", "")
+	}
 	// No member fails here, so none should ever be replaced; a replaced
 	// member leaves its Pod behind, as envtest runs no garbage collector.
 	replaced := r.single.Objects["Pod"] - r.single.Objects["EtcdMember"]
-	fmt.Fprintf(&b, "| members replaced while the clusters formed, no failure injected (member Pods left without their EtcdMember) | %d | 0 | %s |\n", replaced, yes(replaced == 0))
-	fmt.Fprintf(&b, "| API writes per idle cluster per minute (lease renewals left out) | %.3f | 0 | %s |\n", idleWrites, yes(r.idleWrites == 0))
-	fmt.Fprintf(&b, "| API requests per idle cluster per minute, reads and writes (lease renewals left out) | %.3f | | |\n", idleRequests)
-	fmt.Fprintf(&b, "| Lease requests per minute of the replica (%d shards, whatever N) | %.0f | | |\n", r.shards, perMin(r.idleLease))
+	row("members replaced while the clusters formed, no failure injected (member Pods left without their EtcdMember)", fmt.Sprint(replaced), "0", yes(replaced == 0))
+	row("API writes per idle cluster per minute (lease renewals left out)", fmt.Sprintf("%.3f", idleWrites), "0", yes(r.idleWrites == 0))
+	row("API requests per idle cluster per minute, reads and writes (lease renewals left out)", fmt.Sprintf("%.3f", idleRequests), "", "")
+	if r.sim {
+		scale := 1 / r.idle.Minutes() / float64(r.n)
+		reqs := float64(r.idleEtcd.total()) * scale
+		row(fmt.Sprintf("etcd requests per idle cluster per minute (%s)", r.idleEtcd.byMethod(scale)), fmt.Sprintf("%.2f", reqs), "<= 0.5", yes(reqs <= 0.5))
+		perHour := float64(r.idleEtcd.handshakes) * scale * 60
+		row(fmt.Sprintf("new TLS connections (handshakes) per idle cluster per hour (connections accepted in the window: %d; open at its end: %.2f per cluster)", r.idleEtcd.accepted, perCl(r.idleEtcd.open)),
+			fmt.Sprintf("%.2f", perHour), "<= 6 (0.1 per minute)", yes(perHour <= 6))
+	}
+	row("reconciles per idle cluster per minute, every controller (controller_runtime_reconcile_total)", fmt.Sprintf("%.2f", sum(r.idleReconciles)/r.idle.Minutes()/float64(r.n)), "", "")
+	row("looks at etcd per idle cluster per minute (raftsman_etcd_observations_total)", fmt.Sprintf("%.2f", (r.idleLooks["answered"]+r.idleLooks["no_answer"])/r.idle.Minutes()/float64(r.n)), "", "")
+	row(fmt.Sprintf("Lease requests per minute of the replica (%d shards, whatever N)", r.shards), fmt.Sprintf("%.0f", perMin(r.idleLease)), "", "")
+	if s := r.scale; s != nil {
+		k := len(s.none)
+		none, noneFailed := medianRuns(s.none, func(x scaleRun) time.Duration { return x.member })
+		with, withFailed := medianRuns(s.with, func(x scaleRun) time.Duration { return x.member })
+		failed := func(n int) string {
+			if n == 0 {
+				return ""
+			}
+			return fmt.Sprintf("; %d did not start within %s", n, scaleTimeout)
+		}
+		row(fmt.Sprintf("scale-up 1 -> 2 of a healthy cluster until the operator acts (its new EtcdMember seen), median of %d, no cluster hung (longest %s%s)", k, longest(s.none, func(x scaleRun) time.Duration { return x.member }), failed(noneFailed)),
+			fmt.Sprintf("%.2f s", none.Seconds()), "", "")
+		row(fmt.Sprintf("the same while %d of the %d clusters hang (etcd paused, member Pods not Ready), median of %d (longest %s%s)", s.hung, r.n, len(s.with), longest(s.with, func(x scaleRun) time.Duration { return x.member }), failed(withFailed)),
+			fmt.Sprintf("%.2f s", with.Seconds()), "", "")
+		ratio := with.Seconds() / none.Seconds()
+		row("scale-up start with hung clusters, as a multiple of the same with none", fmt.Sprintf("%.2f", ratio), "<= 2", yes(noneFailed+withFailed == 0 && ratio <= 2))
+		addNone, _ := medianRuns(s.none, func(x scaleRun) time.Duration { return x.add })
+		addWith, _ := medianRuns(s.with, func(x scaleRun) time.Duration { return x.add })
+		row("scale-up until etcd is asked to add the learner (MemberAddAsLearner seen by the simulator), medians with none hung / with hung clusters",
+			fmt.Sprintf("%.2f s / %.2f s (%.2f)", addNone.Seconds(), addWith.Seconds(), addWith.Seconds()/addNone.Seconds()), "", "")
+		hungMin := s.hungFor.Minutes() * float64(s.hung)
+		row(fmt.Sprintf("connections accepted per hung cluster per minute while hung (%.0f s; none completes its TLS handshake until resumed, and the paused simulator still holds %d sockets open at its end)", s.hungFor.Seconds(), s.hungCost.open),
+			fmt.Sprintf("%.2f", float64(s.hungCost.accepted)/hungMin), "", "")
+		row(fmt.Sprintf("etcd requests per healthy cluster per minute meanwhile (%d clusters, scale-ups included)", s.healthy),
+			fmt.Sprintf("%.2f", float64(s.healthyCost.total())/s.hungFor.Minutes()/float64(s.healthy)), "", "")
+	}
 
 	var split, heaps, objects []string
 	splitOK, heapOK := len(r.pair) == 2, len(r.pair) == 2
@@ -700,19 +930,129 @@ func (r *results) markdown(now time.Time) string {
 		heaps = append(heaps, fmt.Sprintf("%s: %.1f MiB (%.2f)", p.Replica, mib(p.Heap), ratio))
 		objects = append(objects, fmt.Sprintf("%s: %d", p.Replica, p.cachedObjects()))
 	}
-	fmt.Fprintf(&b, "| clusters per replica, two replicas | %s | 50%% +- %.0f%% each | %s |\n", strings.Join(split, "; "), 100*splitTolerance, yes(splitOK))
-	fmt.Fprintf(&b, "| objects in the shard caches per replica (one replica alone: %d) | %s | | |\n", r.single.cachedObjects(), strings.Join(objects, "; "))
-	fmt.Fprintf(&b, "| heap in use per replica, and its ratio to one replica alone (%.1f MiB) | %s | about half (%.1f-%.1f) | %s |\n",
-		mib(r.single.Heap), strings.Join(heaps, "; "), 0.5-heapTolerance, 0.5+heapTolerance, yes(heapOK))
+	row("clusters per replica, two replicas", strings.Join(split, "; "), fmt.Sprintf("50%% +- %.0f%% each", 100*splitTolerance), yes(splitOK))
+	row(fmt.Sprintf("objects in the shard caches per replica (one replica alone: %d)", r.single.cachedObjects()), strings.Join(objects, "; "), "", "")
+	row(fmt.Sprintf("heap in use per replica, and its ratio to one replica alone (%.1f MiB)", mib(r.single.Heap)), strings.Join(heaps, "; "),
+		fmt.Sprintf("about half (%.1f-%.1f)", 0.5-heapTolerance, 0.5+heapTolerance), yes(heapOK))
 
-	fmt.Fprintf(&b, "\nMethod: envtest's kube-apiserver with the CRDs, and the operator's real controllers (`controllers.SetupShards` on a root manager, Leases on) talking to an in-memory fake etcd per cluster; no etcd Pod runs. ")
-	fmt.Fprintf(&b, "The benchmark plays the kubelet (each member Pod is marked Ready and Running once it exists) and etcd (a cluster's fake forms from its initial members when the operator first asks for it). ")
-	fmt.Fprintf(&b, "Heap is HeapInuse after a GC less the same before the managers started (live objects, HeapAlloc: %.1f KiB per cluster); it includes the fake etcd clients, which weigh less than real ones. ",
-		kib(r.heap.live)/float64(r.n))
-	fmt.Fprintf(&b, "Requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f). ",
-		r.idle, r.idleWrites, sum(r.idleWritesByResource))
-	fmt.Fprintf(&b, "For the split, the replicas run in processes of their own, started together after one replica alone was measured the same way; figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.\n")
+	b.WriteString("\n")
+	// An operator that looks at its idle clusters far more often than its
+	// health interval asks is busy: say so before the figures are read.
+	if looks := (r.idleLooks["answered"] + r.idleLooks["no_answer"]) / r.idle.Minutes() / float64(r.n); looks > 2 {
+		fmt.Fprintf(&b, "Note: the operator looked at each idle cluster's etcd %.1f times a minute where --health-interval (1m) asks for once, and never went quiet; the etcd request, reconcile and look rows, the heap (reconciles under way) and the scale-up times measure an operator busy with that.\n\n", looks)
+	}
+	if r.sim {
+		r.simMethod(&b)
+	} else {
+		r.fakeMethod(&b)
+	}
+	if r.singleNote != "" || r.pairNote != "" {
+		fmt.Fprintf(&b, " The replicas never went quiet, so were measured a minute after each had reconciled its clusters once: one alone %s; the two %s.", orNone(r.singleNote), orNone(r.pairNote))
+	}
+	if r.previous.written != "" {
+		fmt.Fprintf(&b, " The last round column holds the figures of the section this run replaced, row by row where a row of the same measurement was there.")
+	}
+	b.WriteString("\n")
 	return b.String()
+}
+
+func (r *results) fakeMethod(b *strings.Builder) {
+	fmt.Fprintf(b, "Method: envtest's kube-apiserver with the CRDs, and the operator's real controllers (`controllers.SetupShards` on a root manager, Leases on) talking to an in-memory fake etcd per cluster; no etcd Pod runs. ")
+	fmt.Fprintf(b, "The benchmark plays the kubelet (each member Pod is marked Ready and Running once it exists) and etcd (a cluster's fake forms from its initial members when the operator first asks for it). ")
+	fmt.Fprintf(b, "Heap is HeapInuse after a GC less the same before the managers started (live objects, HeapAlloc: %.1f KiB per cluster); it includes the fake etcd clients, which weigh less than real ones. ",
+		kib(r.heap.live)/float64(r.n))
+	fmt.Fprintf(b, "Requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f). ",
+		r.idle, r.idleWrites, sum(r.idleWritesByResource))
+	fmt.Fprintf(b, "For the split, the replicas run in processes of their own, started together after one replica alone was measured the same way; figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.")
+}
+
+func (r *results) simMethod(b *strings.Builder) {
+	fmt.Fprintf(b, "Method: envtest's kube-apiserver with the CRDs, and the operator's real controllers (`controllers.SetupShards` on a root manager, Leases on) with its real etcd client (`etcd.NewClientFactory()`: TLS gRPC, one connection kept per member, etcd's balanced client only for changes). ")
+	fmt.Fprintf(b, "etcd is `test/benchscale/etcdsim`, a simulator in a process of its own (its heap, %.1f MiB here, is not the operator's): one listener per member on 127.0.0.1, serving etcd's gRPC Cluster and Maintenance services over TLS with the member's serving certificate from the Secret the tls controller wrote, and requiring the operator's client certificate as the member's etcd would (--client-cert-auth); it answers MemberList, Status (leader itself, version of the member's spec), Alarm (none) and MemberAdd, MemberPromote and MemberRemove, and counts any other call as unimplemented (%s). ",
+		mib(r.simHeap), unimplemented(r.unimplemented))
+	fmt.Fprintf(b, "The member's client URL is a cluster DNS name that does not resolve here: a wrapper of the factory (`etcdsim.Factory`, in the benchmark only) rewrites each endpoint to its listener's 127.0.0.1 port, so the client checks the chain against the cluster's CA for the name 127.0.0.1 (the serving certificate covers it) instead of the member's DNS name; pkg/etcd has no hook to dial one address and check another name. ")
+	fmt.Fprintf(b, "The simulator keeps no data and has no raft: no elections, no disk, no latency beyond loopback, no key-value, watch or lease traffic, no alarms, and a cluster answers as soon as its member starts. A hung cluster models a paused process: its listeners go on accepting connections and the kernel their bytes, but nothing is read on or written, so no request, keepalive ping or TLS handshake is answered until it resumes. ")
+	fmt.Fprintf(b, "The benchmark plays the kubelet: a member Pod's etcd starts in the simulator with the Secret the Pod mounts, then the Pod is marked Ready and Running. ")
+	fmt.Fprintf(b, "Heap is HeapInuse after a GC less the same before the managers started (live objects, HeapAlloc: %.1f KiB per cluster), and goroutines runtime.NumGoroutine less the same, once the clusters formed and the writes that follow ended; both include the real clients and their connections, and the wrapper's cache of rewritten addresses (tens of bytes per member), which a real operator does not hold. ",
+		kib(r.heap.live)/float64(r.n))
+	fmt.Fprintf(b, "API requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f); etcd requests (by method, once answered), accepted connections and completed TLS handshakes by the simulator per member listener over the same window. By design the operator looks at a quiet healthy cluster once per --health-interval (1m), so a window shorter than about 2 minutes says little; the reconcile and look rows say what it did. ",
+		r.idle, r.idleWrites, sum(r.idleWritesByResource))
+	if s := r.scale; s != nil {
+		fmt.Fprintf(b, "Scale-ups: the benchmark patches spec.replicas 1 -> 2 and times until a watch sees the new EtcdMember (the operator's first act) and until the simulator receives MemberAddAsLearner; %d clusters one after the other with none hung, then %d clusters hang (the simulator pauses them and the benchmark marks their member Pods not Ready, %.1f s for all) and %d other clusters scale the same way right after; the hung clusters stay hung %.0f s, then resume (every cluster was Available again %.0f s later, %d not). ",
+			len(s.none), s.hung, s.markedIn.Seconds(), len(s.with), s.hungFor.Seconds(), s.settled.Seconds(), s.unsettled)
+		if len(s.looks) > 0 {
+			fmt.Fprintf(b, "Over the hang the Observer counted %.0f looks answered, %.0f without answer and %.0f demoted. ", s.looks["answered"], s.looks["no_answer"], s.looks["demoted"])
+		}
+	}
+	fmt.Fprintf(b, "For the split, the replicas run in processes of their own with the real client against the same simulator, started together after one replica alone was measured the same way; figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.")
+}
+
+// longest of the runs that ended.
+func longest(runs []scaleRun, of func(scaleRun) time.Duration) string {
+	var m time.Duration
+	for _, r := range runs {
+		if r.err == nil {
+			m = max(m, of(r))
+		}
+	}
+	return fmt.Sprintf("%.2f s", m.Seconds())
+}
+
+// previousSection is what the section this run replaces said: its mode,
+// its date and its figures by row.
+type previousSection struct {
+	title, written string
+	values         map[string]string
+}
+
+// readPrevious reads the section between the markers in path, if any.
+func readPrevious(path string) previousSection {
+	var p previousSection
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return p
+	}
+	s := string(data)
+	start, end := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	if start < 0 || end < start {
+		return p
+	}
+	p.values = map[string]string{}
+	for line := range strings.SplitSeq(s[start+len(beginMarker):end], "\n") {
+		switch {
+		case strings.HasPrefix(line, "## Scale ("):
+			p.title = strings.TrimSuffix(strings.TrimPrefix(line, "## Scale (envtest, "), ")")
+		case strings.HasPrefix(line, "Written by"):
+			if m := writtenOn.FindStringSubmatch(line); m != nil {
+				p.written = m[1]
+			}
+		case strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| measurement"):
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			if len(cells) >= 2 {
+				p.values[rowKey(cells[0])] = cells[1]
+			}
+		}
+	}
+	return p
+}
+
+var (
+	writtenOn = regexp.MustCompile(` on (\d{4}-\d{2}-\d{2})`)
+	digitRuns = regexp.MustCompile(`[0-9]+`)
+)
+
+// rowKey is a row's measurement without its parenthesis and numbers, which
+// change from run to run.
+func rowKey(label string) string {
+	if i := strings.Index(label, " ("); i >= 0 {
+		label = label[:i]
+	}
+	return digitRuns.ReplaceAllString(strings.ToLower(label), "#")
+}
+
+// value is the previous figure of a row, if it had one.
+func (p previousSection) value(label string) string {
+	return p.values[rowKey(label)]
 }
 
 func shardList(s []int) string {
@@ -724,6 +1064,25 @@ func shardList(s []int) string {
 		parts[i] = fmt.Sprint(v)
 	}
 	return strings.Join(parts, ",")
+}
+
+func unimplemented(calls map[string]int64) string {
+	if len(calls) == 0 {
+		return "the operator made none"
+	}
+	var parts []string
+	for m, n := range calls {
+		parts = append(parts, fmt.Sprintf("%s %d", m, n))
+	}
+	slices.Sort(parts)
+	return "the operator made " + strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "went quiet"
+	}
+	return s
 }
 
 func sum(m map[string]float64) float64 {

@@ -30,8 +30,10 @@ import (
 	"github.com/raftsman/raftsman/controllers"
 	"github.com/raftsman/raftsman/controllers/cluster"
 	"github.com/raftsman/raftsman/controllers/tls"
+	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/shard"
+	"github.com/raftsman/raftsman/test/benchscale/etcdsim"
 )
 
 // report is what a replica process tells about itself, one JSON line per
@@ -98,7 +100,13 @@ func runReplica(name string, shards int) error {
 		return err
 	}
 	var started, inFlight atomic.Int64
-	opts := controllers.Options{Etcd: newFakeEtcd(api), Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions()}
+	// With the simulator, the real client as the replica in this process
+	// had; else a fake etcd.
+	var factory etcd.Factory = newFakeEtcd(api)
+	if *etcdsimAddr != "" {
+		factory = newSimFactory(etcdsim.NewControl(*etcdsimAddr))
+	}
+	opts := controllers.Options{Etcd: factory, Cluster: cluster.DefaultOptions(), TLS: tls.DefaultOptions()}
 	opts.Cluster.Observe = func(string) func() {
 		started.Add(1)
 		inFlight.Add(1)
@@ -256,13 +264,13 @@ type child struct {
 }
 
 // startChild runs this program again as the replica name.
-func startChild(name, kubeconfig string, shards int, verbose bool) (*child, error) {
+func startChild(name, kubeconfig, simAddr string, shards int, verbose bool) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	c := &child{name: name, exited: make(chan struct{})}
-	c.cmd = exec.Command(self, "-replica="+name, "-kubeconfig="+kubeconfig, "-shards="+strconv.Itoa(shards), "-v="+strconv.FormatBool(verbose))
+	c.cmd = exec.Command(self, "-replica="+name, "-kubeconfig="+kubeconfig, "-shards="+strconv.Itoa(shards), "-v="+strconv.FormatBool(verbose), "-etcdsim-addr="+simAddr)
 	// Kept to tell why a replica failed; shown as it goes with -v.
 	c.cmd.Stderr = &c.stderr
 	if verbose {

@@ -85,12 +85,19 @@ func (f *fakeEtcd) initialMembers(ctx context.Context, ns, name string) [][3]str
 // kubelet plays the kubelet: every member Pod becomes Ready and Running as
 // soon as it exists. It keeps no state between events, so what it costs the
 // heap goes when it stops.
-func kubelet(ctx context.Context, c client.WithWatch, workers int) {
+//
+// With sim, each Pod's etcd starts in the simulator before the Pod turns
+// Ready, and the Pods of hung clusters stay as they are.
+func kubelet(ctx context.Context, c client.WithWatch, workers int, sim *simKubelet) {
 	pods := make(chan *corev1.Pod, 256)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for p := range pods {
+				if sim != nil {
+					sim.handle(ctx, c, p)
+					continue
+				}
 				markReady(ctx, c, p)
 			}
 		})
