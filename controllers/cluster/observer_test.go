@@ -272,3 +272,26 @@ type hangingFactory struct {
 func (f hangingFactory) Get(context.Context, string, []string, etcd.Credentials) (etcd.Client, error) {
 	return f.client, nil
 }
+
+func TestLookAsksForAlarmsOnlyWhenAMemberReportsAnError(t *testing.T) {
+	t.Parallel()
+	f := etcd.NewFake()
+	f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"}, [3]string{"m1", "http://m1:2380", "http://m1:2379"},
+		[3]string{"m2", "http://m2:2380", "http://m2:2379"})
+	req := lookAt(f)
+	if o := req.run(context.Background()); o.alarmsErr != nil || len(o.alarms) != 0 || f.Calls("Alarms") != 0 {
+		t.Fatalf("quiet cluster: alarms %v (%v), alarm lists asked %d, want none asked", o.alarms, o.alarmsErr, f.Calls("Alarms"))
+	}
+	// A member that does not answer may hold an alarm the others would
+	// not know yet: the list is asked.
+	f.SetHealthy("m1", false)
+	if o := req.run(context.Background()); o.listErr != nil || f.Calls("Alarms") != 1 {
+		t.Fatalf("a member without status: list error %v, alarm lists asked %d, want 1", o.listErr, f.Calls("Alarms"))
+	}
+	f.SetHealthy("m1", true)
+	f.RaiseAlarm("m1", etcd.AlarmNoSpace)
+	o := req.run(context.Background())
+	if f.Calls("Alarms") != 2 || len(o.alarms) != 1 || o.alarms[0].Type != etcd.AlarmNoSpace {
+		t.Fatalf("raised alarm: %v, alarm lists asked %d, want the NOSPACE alarm from a second list", o.alarms, f.Calls("Alarms"))
+	}
+}

@@ -603,6 +603,13 @@ func (f *Fake) Status(_ context.Context, endpoint string) (Status, error) {
 			if m.storage != "" {
 				st.StorageVersion = m.storage
 			}
+			// As etcd does: no leader, and every alarm of the cluster.
+			if f.leader == 0 {
+				st.Errors = append(st.Errors, "etcdserver: no leader")
+			}
+			for _, a := range f.alarms {
+				st.Errors = append(st.Errors, fmt.Sprintf("memberID:%d alarm:%s", a.MemberID, a.Type))
+			}
 			return st, nil
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
 // tcpProxy forwards the connections it accepts on loopback to target
@@ -201,5 +203,43 @@ func TestRealDeadFirstEndpoint(t *testing.T) {
 				t.Errorf("MemberList again took %v: it tried the dead endpoint first again", took)
 			}
 		})
+	}
+}
+
+// TestRealStatusCarriesAlarms: a real etcd puts every alarm of the
+// cluster in each member's status errors, which lets the operator skip
+// the alarm list while no member reports an error.
+func TestRealStatusCarriesAlarms(t *testing.T) {
+	t.Parallel()
+	ep := startLocalEtcd(t)
+	f := NewClientFactory()
+	t.Cleanup(func() { f.Forget("c") })
+	c, err := f.Get(t.Context(), "c", []string{ep}, Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx, ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Errors) != 0 {
+		t.Fatalf("status errors with no alarm: %v", st.Errors)
+	}
+	// Raise a NOSPACE alarm as etcd's own tests do, through the alarm API.
+	raw := dialTLS(t, ep, "", "", nil)
+	if _, err := pb.NewMaintenanceClient(raw.ActiveConnection()).Alarm(ctx, &pb.AlarmRequest{
+		Action: pb.AlarmRequest_ACTIVATE, MemberID: st.MemberID, Alarm: pb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = c.Status(ctx, ep); err != nil || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], "NOSPACE") {
+		t.Fatalf("status errors with a NOSPACE alarm: %q (%v), want it named", st.Errors, err)
+	}
+	if err := c.DisarmAlarm(ctx, Alarm{MemberID: st.MemberID, Type: "NOSPACE"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = c.Status(ctx, ep); err != nil || len(st.Errors) != 0 {
+		t.Fatalf("status errors once disarmed: %q (%v), want none", st.Errors, err)
 	}
 }
