@@ -103,7 +103,7 @@ demo: cluster-up images dist ## local cluster, operator, a 3-member cluster Avai
 
 # The operator's real etcd client against an etcd simulator (a process of its
 # own, a TLS listener per member on loopback); BENCH_SCALE_FLAGS='-etcd=fake'
-# for the in-memory fake etcd, '-clusters 100 -hung 20 -idle 2m' for a quick run.
+# for the in-memory fake etcd, '-clusters 100 -hung 20 -idle 2m -idle-after 0' for a quick run.
 BENCH_SCALE_FLAGS ?=
 bench-scale: envtest-assets ## 1000 clusters in envtest, 200 of them hung while others scale, the real etcd client against an etcd simulator; writes its section of bench/RESULTS.md
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/benchscale -out bench/RESULTS.md $(BENCH_SCALE_FLAGS)

@@ -59,18 +59,20 @@ import (
 var (
 	out      = flag.String("out", "bench/RESULTS.md", "file whose bench-scale section is written")
 	clusters = flag.Int("clusters", 1000, "number of EtcdClusters")
-	// The operator looks at a quiet healthy cluster once per
-	// --health-interval (1m): a window of 3 covers three looks of every
-	// cluster, and outlasts the 2 minutes after which the real client
-	// closes a balanced client left unused.
-	idle     = flag.Duration("idle", 3*time.Minute, "how long the converged clusters are watched for API and etcd requests")
-	etcdMode = flag.String("etcd", "sim", "sim: the operator's real etcd client against the etcd simulator (a process of its own); fake: an in-memory fake etcd in the operator's process")
-	hung     = flag.Int("hung", 200, "with -etcd=sim, how many clusters hang (etcd paused, member Pods not Ready) while others scale")
-	scales   = flag.Int("scales", 5, "with -etcd=sim, how many clusters scale 1 -> 2 with none hung, and as many with -hung hung")
-	hangFor  = flag.Duration("hang-for", time.Minute, "with -etcd=sim, how long the hung clusters hang at least")
-	shards   = flag.Int("shards", 4, "number of shards, split over two replicas in the last measurement")
-	timeout  = flag.Duration("timeout", 6*time.Minute, "how long the clusters may take to become Available")
-	verbose  = flag.Bool("v", false, "log the controllers to standard error")
+	// A calm cluster's polls space out (1m, 2m, 4m, then every
+	// --calm-health-interval, 5m): the idle window opens once they have
+	// (idle-after), and lasts one calm interval, so that each cluster is
+	// polled about once in it; it also outlasts the 2 minutes after which
+	// the real client closes a balanced client left unused.
+	idle      = flag.Duration("idle", 5*time.Minute, "how long the converged clusters are watched for API and etcd requests")
+	idleAfter = flag.Duration("idle-after", 8*time.Minute, "how long after the clusters formed and were measured the idle window opens, for their polls to reach the calm pace")
+	etcdMode  = flag.String("etcd", "sim", "sim: the operator's real etcd client against the etcd simulator (a process of its own); fake: an in-memory fake etcd in the operator's process")
+	hung      = flag.Int("hung", 200, "with -etcd=sim, how many clusters hang (etcd paused, member Pods not Ready) while others scale")
+	scales    = flag.Int("scales", 5, "with -etcd=sim, how many clusters scale 1 -> 2 with none hung, and as many with -hung hung")
+	hangFor   = flag.Duration("hang-for", time.Minute, "with -etcd=sim, how long the hung clusters hang at least")
+	shards    = flag.Int("shards", 4, "number of shards, split over two replicas in the last measurement")
+	timeout   = flag.Duration("timeout", 6*time.Minute, "how long the clusters may take to become Available")
+	verbose   = flag.Bool("v", false, "log the controllers to standard error")
 	// What a cluster costs is easier to cut with a profile at hand.
 	heapProfile = flag.String("heapprofile", "", "write the operator's heap profile to this file when its heap is measured")
 	// A replica re-executes this program with -replica and controller-runtime's
@@ -155,6 +157,7 @@ type results struct {
 	simHeap     int64
 	scale       *scaleFigures
 	idle        time.Duration
+	idleAfter   time.Duration
 	idleReads   int64 // in the idle window, lease requests left out
 	idleWrites  int64
 	idleLease   int64
@@ -176,7 +179,7 @@ type results struct {
 
 func run(ctx context.Context) error {
 	began := time.Now()
-	r := &results{n: *clusters, shards: *shards, cpus: runtime.NumCPU(), idle: *idle, sim: *etcdMode == "sim"}
+	r := &results{n: *clusters, shards: *shards, cpus: runtime.NumCPU(), idle: *idle, idleAfter: *idleAfter, sim: *etcdMode == "sim"}
 	r.previous = readPrevious(*out)
 	var sim *simProcess
 	if r.sim {
@@ -344,6 +347,13 @@ func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline h
 
 // measureIdle counts the operator's requests while the clusters are idle.
 func (r *results) measureIdle(ctx context.Context, count *apiCounter, sim *simProcess) error {
+	if r.idleAfter > 0 {
+		fmt.Printf("waiting %s for the idle clusters' polls to reach their calm pace\n", r.idleAfter)
+		pause(ctx, r.idleAfter)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 	var etcdBefore simCounts
 	if sim != nil {
 		st, err := simStats(ctx, sim.ctl)
@@ -975,8 +985,8 @@ func (r *results) simMethod(b *strings.Builder) {
 	fmt.Fprintf(b, "The benchmark plays the kubelet: a member Pod's etcd starts in the simulator with the Secret the Pod mounts, then the Pod is marked Ready and Running. ")
 	fmt.Fprintf(b, "Heap is HeapInuse after a GC less the same before the managers started (live objects, HeapAlloc: %.1f KiB per cluster), and goroutines runtime.NumGoroutine less the same, once the clusters formed and the writes that follow ended; both include the real clients and their connections, and the wrapper's cache of rewritten addresses (tens of bytes per member), which a real operator does not hold. ",
 		kib(r.heap.live)/float64(r.n))
-	fmt.Fprintf(b, "API requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f); etcd requests (by method, once answered), accepted connections and completed TLS handshakes by the simulator per member listener over the same window. By design the operator looks at a quiet healthy cluster once per --health-interval (1m), so a window shorter than about 2 minutes says little; the reconcile and look rows say what it did. ",
-		r.idle, r.idleWrites, sum(r.idleWritesByResource))
+	fmt.Fprintf(b, "API requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f); etcd requests (by method, once answered), accepted connections and completed TLS handshakes by the simulator per member listener over the same window. The window opens %s after the clusters were measured: the operator polls a calm cluster after 1m, 2m, 4m, then every 5m (--calm-health-interval), so that the window sees the pace a quiet fleet keeps; the reconcile and look rows say what it did. ",
+		r.idle, r.idleWrites, sum(r.idleWritesByResource), r.idleAfter)
 	if s := r.scale; s != nil {
 		fmt.Fprintf(b, "Scale-ups: the benchmark patches spec.replicas 1 -> 2 and times until a watch sees the new EtcdMember (the operator's first act) and until the simulator receives MemberAddAsLearner; %d clusters one after the other with none hung, then %d clusters hang (the simulator pauses them and the benchmark marks their member Pods not Ready, %.1f s for all) and %d other clusters scale the same way right after; the hung clusters stay hung %.0f s, then resume (every cluster was Available again %.0f s later, %d not). ",
 			len(s.none), s.hung, s.markedIn.Seconds(), len(s.with), s.hungFor.Seconds(), s.settled.Seconds(), s.unsettled)
