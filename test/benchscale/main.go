@@ -656,21 +656,29 @@ func waitQuiet(ctx context.Context, c *apiCounter, quiet, limit time.Duration) t
 	return time.Since(start)
 }
 
-// writesByResource reads the operator's raftsman_api_writes_total. An
-// error of another collector leaves the families gathered usable.
+// writesByResource reads the operator's raftsman_api_writes_total.
 func writesByResource() map[string]float64 {
+	return countersBy("raftsman_api_writes_total", "resource")
+}
+
+// countersBy sums the counter family name of the operator's registry by
+// the value of label (all under "" when label is empty). An error of
+// another collector leaves the families gathered usable.
+func countersBy(name, label string) map[string]float64 {
 	out := map[string]float64{}
 	families, _ := metrics.Registry.Gather()
 	for _, f := range families {
-		if f.GetName() != "raftsman_api_writes_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			key := ""
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "resource" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
+				if l.GetName() == label {
+					key = l.GetValue()
 				}
 			}
+			out[key] += m.GetCounter().GetValue()
 		}
 	}
 	return out

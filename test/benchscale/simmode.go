@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/controllers/cluster"
@@ -339,10 +338,7 @@ func (r *results) measureScales(ctx context.Context, c client.WithWatch, ctl *et
 	notHung := func(key string) bool { return !isHung(key) }
 	sf.healthyCost = aggregate(after, notHung).minus(aggregate(before, notHung))
 	sf.healthy = r.n - h
-	sf.looks = map[string]float64{}
-	for name, v := range observerCounters() {
-		sf.looks[name] = v - looksBefore[name]
-	}
+	sf.looks = delta(observerCounters(), looksBefore)
 	fmt.Printf("hung %.0fs: the hung clusters' listeners accepted %d connections and completed %d TLS handshakes (%d open now); observer: %v\n",
 		sf.hungFor.Seconds(), sf.hungCost.accepted, sf.hungCost.handshakes, sf.hungCost.open, sf.looks)
 
@@ -479,47 +475,17 @@ func waitAvailable(ctx context.Context, c client.Client, limit time.Duration) in
 }
 
 // observerCounters reads the Observer's counters from the operator's
-// registry.
+// registry: looks by result, and those demoted.
 func observerCounters() map[string]float64 {
-	out := map[string]float64{}
-	families, _ := metrics.Registry.Gather()
-	for _, f := range families {
-		switch f.GetName() {
-		case "raftsman_etcd_observations_total":
-			for _, m := range f.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "result" {
-						out[l.GetValue()] += m.GetCounter().GetValue()
-					}
-				}
-			}
-		case "raftsman_etcd_observations_demoted_total":
-			for _, m := range f.GetMetric() {
-				out["demoted"] += m.GetCounter().GetValue()
-			}
-		}
-	}
+	out := countersBy("raftsman_etcd_observations_total", "result")
+	out["demoted"] = countersBy("raftsman_etcd_observations_demoted_total", "")[""]
 	return out
 }
 
 // reconcileCounters reads controller-runtime's reconcile counts by
 // controller (every shard's controllers of a kind share one).
 func reconcileCounters() map[string]float64 {
-	out := map[string]float64{}
-	families, _ := metrics.Registry.Gather()
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return out
+	return countersBy("controller_runtime_reconcile_total", "controller")
 }
 
 // delta is after less before, key by key, leaving out what did not change.
