@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -33,7 +31,7 @@ type LongCalls struct {
 
 	once    sync.Once
 	sem     chan struct{}
-	wake    chan event.TypedGenericEvent[*etcdv1.EtcdCluster]
+	wake    wakeups
 	mu      sync.Mutex
 	running map[string]bool
 	done    map[string]endedCall
@@ -58,7 +56,7 @@ type callResult struct {
 func (l *LongCalls) init() {
 	l.once.Do(func() {
 		l.sem = make(chan struct{}, max(l.Limit, 1))
-		l.wake = make(chan event.TypedGenericEvent[*etcdv1.EtcdCluster], 1024)
+		l.wake = newWakeups()
 		l.running, l.done = map[string]bool{}, map[string]endedCall{}
 	})
 }
@@ -66,7 +64,7 @@ func (l *LongCalls) init() {
 // wakeSource wakes the cluster whose long call ended.
 func (l *LongCalls) wakeSource() crsource.Source {
 	l.init()
-	return crsource.Channel(l.wake, &handler.TypedEnqueueRequestForObject[*etcdv1.EtcdCluster]{})
+	return l.wake.source()
 }
 
 // busy says whether a call under key for cluster c has started and not
@@ -113,8 +111,7 @@ func (l *LongCalls) call(c *etcdv1.EtcdCluster, key string, timeout time.Duratio
 		return callResult{}, false
 	}
 	l.running[key] = true
-	wake := &etcdv1.EtcdCluster{}
-	wake.Namespace, wake.Name = c.Namespace, c.Name
+	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	go func() {
 		var res callResult
 		defer func() {
@@ -125,10 +122,7 @@ func (l *LongCalls) call(c *etcdv1.EtcdCluster, key string, timeout time.Duratio
 			delete(l.running, key)
 			l.done[key] = endedCall{res: res, ended: time.Now()}
 			l.mu.Unlock()
-			select {
-			case l.wake <- event.TypedGenericEvent[*etcdv1.EtcdCluster]{Object: wake}:
-			default: // the requeue of the pass that started it comes anyway
-			}
+			l.wake.wake(cluster)
 		}()
 		l.sem <- struct{}{}
 		defer func() { <-l.sem }()

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
@@ -48,7 +46,7 @@ type Observer struct {
 
 	once    sync.Once
 	lanes   [2]chan struct{}
-	wake    chan event.TypedGenericEvent[*etcdv1.EtcdCluster]
+	wake    wakeups
 	mu      sync.Mutex
 	looks   map[types.NamespacedName]*look
 	suspect map[types.NamespacedName]bool
@@ -109,7 +107,7 @@ func (o *Observer) init() {
 		for i := range o.lanes {
 			o.lanes[i] = make(chan struct{}, max(o.Limit, 1))
 		}
-		o.wake = make(chan event.TypedGenericEvent[*etcdv1.EtcdCluster], 1024)
+		o.wake = newWakeups()
 		o.looks, o.suspect = map[types.NamespacedName]*look{}, map[types.NamespacedName]bool{}
 	})
 }
@@ -117,7 +115,7 @@ func (o *Observer) init() {
 // wakeSource wakes the cluster whose look ended.
 func (o *Observer) wakeSource() crsource.Source {
 	o.init()
-	return crsource.Channel(o.wake, &handler.TypedEnqueueRequestForObject[*etcdv1.EtcdCluster]{})
+	return o.wake.source()
 }
 
 // beside says whether looks run beside the workers.
@@ -212,12 +210,7 @@ func (o *Observer) run(key types.NamespacedName, l *look, suspect bool, req look
 	if waited {
 		return // the pass waiting for it takes the answer
 	}
-	wake := &etcdv1.EtcdCluster{}
-	wake.Namespace, wake.Name = key.Namespace, key.Name
-	select {
-	case o.wake <- event.TypedGenericEvent[*etcdv1.EtcdCluster]{Object: wake}:
-	default: // the pass that started it comes back anyway (observeWaitRetry)
-	}
+	o.wake.wake(key)
 }
 
 // forget drops what the observer holds of a deleted cluster.
