@@ -42,7 +42,7 @@ func (h *hangingClient) MemberList(ctx context.Context) (uint64, []etcd.Member, 
 func (h *hangingClient) release() { close(h.hang) }
 
 // answering is an etcd of one member that answers at once.
-func answering() etcd.Client {
+func answering() *etcd.Fake {
 	f := etcd.NewFake()
 	f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"})
 	return f
@@ -147,8 +147,7 @@ func TestObserverDoesNotWaitForASuspectCluster(t *testing.T) {
 	o := &Observer{Limit: 2, Wait: time.Hour}
 	o.init()
 	c := testCluster("gone")
-	f := etcd.NewFake()
-	f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"})
+	f := answering()
 	f.FailNext("MemberList", etcd.ErrUnreachable)
 	req := lookAt(f)
 	// The first look is waited for (the cluster is not known to be
@@ -212,8 +211,7 @@ func TestObserverDropsAnOldAnswer(t *testing.T) {
 	stale := &look{done: make(chan struct{}), ended: time.Now().Add(-answerTTL - time.Second), answer: observation{clusterID: 1}}
 	close(stale.done)
 	o.looks[key] = stale
-	f := etcd.NewFake()
-	f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"})
+	f := answering()
 	obs, ok := observeSoon(t, o, testCluster("old"), lookAt(f))
 	if !ok || f.Calls("MemberList") != 1 || obs.clusterID == 1 {
 		t.Fatalf("ok %v, member lists %d, cluster ID %d: want a new look, not the old answer", ok, f.Calls("MemberList"), obs.clusterID)
