@@ -144,8 +144,9 @@ func ParseNamespaces(list string) []string {
 // whole (Update): only patched from a copy of itself (client.MergeFrom),
 // which sends what changed alone.
 
-// ownDomain is the prefix of the annotations the operator reads.
-const ownDomain = "etcd.raftsman.io/"
+// ownDomain is the prefix of the annotations the operator reads: its API
+// group's.
+var ownDomain = etcdv1.GroupVersion.Group + "/"
 
 // leanTransform is the cache transform of a kind whose objects lean makes
 // lean. The informer hands it each object as decoded, before it is stored,
