@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -115,22 +113,11 @@ func TestTenantWhoseEtcdHangs(t *testing.T) {
 // has, deleted with its clusters when the test ends.
 func tenantNamespace(ctx context.Context, t *testing.T, k *kube) string {
 	t.Helper()
-	name := "e2e-" + utilrand.String(6)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		testNamespaceLabel:                   "true",
-		"pod-security.kubernetes.io/enforce": "restricted",
-	}}}
-	if err := k.c.Create(ctx, ns); err != nil {
+	name, err := k.newNamespace(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if t.Failed() {
-			k.dump(ctx, t, name)
-		}
-		_ = k.c.DeleteAllOf(ctx, &etcdv1.EtcdCluster{}, client.InNamespace(name))
-		_ = k.c.Delete(ctx, ns)
-	})
+	t.Cleanup(func() { _ = k.removeNamespace(context.Background(), t, name) })
 	t.Logf("second tenant's namespace %s", name)
 	return name
 }

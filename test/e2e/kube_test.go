@@ -197,16 +197,23 @@ func createNamespace(ctx context.Context, cfg *envconf.Config, t *testing.T) (co
 	if err != nil {
 		return ctx, err
 	}
+	name, err := k.newNamespace(ctx)
+	if err != nil {
+		return ctx, err
+	}
+	t.Logf("namespace %s", name)
+	return context.WithValue(ctx, nsKey{}, name), nil
+}
+
+// newNamespace makes a namespace of a random name, marked as the tests'
+// and enforcing the restricted Pod Security Standard.
+func (k *kube) newNamespace(ctx context.Context) (string, error) {
 	name := "e2e-" + utilrand.String(6)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		testNamespaceLabel:                   "true",
 		"pod-security.kubernetes.io/enforce": "restricted",
 	}}}
-	if err := k.c.Create(ctx, ns); err != nil {
-		return ctx, err
-	}
-	t.Logf("namespace %s", name)
-	return context.WithValue(ctx, nsKey{}, name), nil
+	return name, k.c.Create(ctx, ns)
 }
 
 // testNamespaceLabel marks the namespaces the tests make, so that a run
@@ -218,15 +225,18 @@ func deleteNamespace(ctx context.Context, cfg *envconf.Config, t *testing.T) (co
 	if err != nil {
 		return ctx, err
 	}
-	ns := namespaceOf(ctx)
+	return ctx, k.removeNamespace(ctx, t, namespaceOf(ctx))
+}
+
+// removeNamespace deletes a test's namespace, its clusters first so that
+// their finalizers are handled while the operator still sees them; what
+// a person would look at is logged first when the test failed.
+func (k *kube) removeNamespace(ctx context.Context, t *testing.T, ns string) error {
 	if t.Failed() {
 		k.dump(ctx, t, ns)
 	}
-	// Clusters go first so their finalizers are handled while the operator
-	// still sees them.
 	_ = k.c.DeleteAllOf(ctx, &etcdv1.EtcdCluster{}, client.InNamespace(ns))
-	err = k.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	return ctx, client.IgnoreNotFound(err)
+	return client.IgnoreNotFound(k.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 }
 
 // dump logs what a person would look at when a test failed.
