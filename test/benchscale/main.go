@@ -39,6 +39,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -520,37 +521,30 @@ func createNamespaces(ctx context.Context, c client.Client, n int) ([]string, er
 // createClusters creates n one-member clusters, a few at once as a fleet
 // of users would.
 func createClusters(ctx context.Context, c client.Client, namespaces []string, n int, created func(key string)) error {
-	next := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range next {
-				cl := &etcdv1.EtcdCluster{
-					ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[i/clustersPerNamespace], Name: fmt.Sprintf("etcd-%04d", i)},
-					Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16", Replicas: ptr.To[int32](1)},
-				}
-				created(cl.Namespace + "/" + cl.Name)
-				if err := c.Create(ctx, cl); err != nil {
-					select {
-					case errs <- fmt.Errorf("create %s: %w", cl.Name, err):
-					default:
-					}
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
+	return eachAtOnce(ctx, n, func(i int) error {
+		cl := &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[i/clustersPerNamespace], Name: fmt.Sprintf("etcd-%04d", i)},
+			Spec:       etcdv1.EtcdClusterSpec{Version: "3.6.16", Replicas: ptr.To[int32](1)},
+		}
+		created(cl.Namespace + "/" + cl.Name)
+		if err := c.Create(ctx, cl); err != nil {
+			return fmt.Errorf("create %s: %w", cl.Name, err)
+		}
 		return nil
-	}
+	})
+}
+
+// eachAtOnce runs fn for 0..n-1, 8 at once (client-go's
+// ParallelizeUntil), and returns the first error; the others run anyway.
+func eachAtOnce(ctx context.Context, n int, fn func(i int) error) error {
+	var once sync.Once
+	var first error
+	workqueue.ParallelizeUntil(ctx, 8, n, func(i int) {
+		if err := fn(i); err != nil {
+			once.Do(func() { first = err })
+		}
+	})
+	return first
 }
 
 // availability tells when every cluster is Available for its generation,

@@ -411,45 +411,22 @@ func scaleOne(ctx context.Context, c client.WithWatch, ctl *etcdsim.Control, ns,
 
 // setPodsReady marks the member Pods of the clusters Ready, or not Ready.
 func setPodsReady(ctx context.Context, c client.Client, keys []string, ready bool) error {
-	next := make(chan string)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for key := range next {
-				ns, name, _ := strings.Cut(key, "/")
-				pods := &corev1.PodList{}
-				err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.ClusterLabel: name, etcdv1.ManagedByLabel: "raftsman"})
-				for i := range pods.Items {
-					if err != nil {
-						break
-					}
-					if p := &pods.Items[i]; ready {
-						markReady(ctx, c, p)
-					} else {
-						err = markNotReady(ctx, c, p)
-					}
-				}
-				if err != nil {
-					select {
-					case errs <- fmt.Errorf("pods of %s: %w", key, err):
-					default:
-					}
-				}
+	return eachAtOnce(ctx, len(keys), func(i int) error {
+		key := keys[i]
+		ns, name, _ := strings.Cut(key, "/")
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{etcdv1.ClusterLabel: name, etcdv1.ManagedByLabel: "raftsman"}); err != nil {
+			return fmt.Errorf("pods of %s: %w", key, err)
+		}
+		for j := range pods.Items {
+			if p := &pods.Items[j]; ready {
+				markReady(ctx, c, p)
+			} else if err := markNotReady(ctx, c, p); err != nil {
+				return fmt.Errorf("pods of %s: %w", key, err)
 			}
-		})
-	}
-	for _, k := range keys {
-		next <- k
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
+		}
 		return nil
-	}
+	})
 }
 
 // waitAvailable waits until every cluster is Available for its
