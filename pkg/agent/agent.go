@@ -9,6 +9,7 @@
 //	raftsman agent install  --to PATH
 //	raftsman agent restore  --key K --sha256 H --data-dir D ... [destination]
 //	raftsman agent check-data --data-dir D --marker F --member M --uid U [--first-pod]
+//	raftsman agent join --name N --peer-url U --data-dir D --peers P,... -- etcd ARGS...
 //
 // Every command writes a Result as JSON to its result file (the Pod's
 // termination message) and exits non-zero on failure.
@@ -126,7 +127,7 @@ func Main(args []string) int {
 	}
 	commands := map[string]func(context.Context, []string, *Result) error{
 		"snapshot": snapshot, "verify": verify, "delete": remove, "install": install, "restore": restore,
-		"check-data": checkData,
+		"check-data": checkData, "join": join,
 	}
 	run, ok := commands[args[0]]
 	if !ok {

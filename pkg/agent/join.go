@@ -1,0 +1,289 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// join is the entrypoint of the etcd container of a member that joins a
+// running cluster (a prepared joiner): its Pod is created, scheduled, its
+// volume bound and its image started while the operator is still adding
+// other members, and etcd starts only once etcd lists the member.
+//
+//	raftsman agent join --name N --peer-url U --data-dir D --peers P1,P2 \
+//	    [--cert F --key F --cacert F] -- /usr/local/bin/etcd ARGS...
+//
+// It asks the peers for etcd's member list (GET /members on the peer port,
+// what etcd itself asks when a member joins; with the member's own peer
+// certificate) until the list holds the member's peer URL, then replaces
+// --initial-cluster in ARGS with that list and execs etcd. etcd checks that
+// a joining member's --initial-cluster is the cluster's member list ("member
+// count is unequal" otherwise); a list taken at the moment of the start is
+// right whatever changed since the member was made, and a start that races
+// another change fails, is restarted by the kubelet, and asks again.
+//
+// Safety: etcd never starts for a member etcd does not list, so a joiner
+// that was never added (a scale that went back, an operator that died
+// before the add) never runs and never takes part in any vote. A member
+// that has a data directory already joined: etcd starts at once and reads
+// its membership from its own log.
+func join(ctx context.Context, args []string, _ *Result) error {
+	cfg, err := parseJoin(args)
+	if err != nil {
+		return err
+	}
+	final, err := cfg.gate(ctx)
+	if err != nil {
+		return err
+	}
+	bin, err := exec.LookPath(final[0])
+	if err != nil {
+		return fmt.Errorf("find %s: %w", final[0], err)
+	}
+	// exec keeps the container's process: etcd gets the kubelet's signals.
+	return syscall.Exec(bin, final, os.Environ())
+}
+
+// joinConfig is what the gate knows about its member.
+type joinConfig struct {
+	name, peerURL, dataDir string
+	peers                  []string
+	cert, key, caFile      string
+	interval, timeout      time.Duration
+	etcd                   []string
+	// logEvery is how often a waiting gate says so.
+	logEvery time.Duration
+	out      io.Writer
+}
+
+func parseJoin(args []string) (*joinConfig, error) {
+	f := flag.NewFlagSet("join", flag.ContinueOnError)
+	c := &joinConfig{out: os.Stderr, logEvery: 10 * time.Second}
+	var peers string
+	f.StringVar(&c.name, "name", "", "the member's name")
+	f.StringVar(&c.peerURL, "peer-url", "", "the member's peer URL, as etcd lists it")
+	f.StringVar(&c.dataDir, "data-dir", "", "etcd's data directory: a member with data starts at once")
+	f.StringVar(&peers, "peers", "", "comma-separated peer URLs of members to ask for the member list")
+	f.StringVar(&c.cert, "cert", "", "peer certificate to present")
+	f.StringVar(&c.key, "key", "", "its key")
+	f.StringVar(&c.caFile, "cacert", "", "CA bundle the peers' certificates are checked against")
+	f.DurationVar(&c.interval, "interval", 500*time.Millisecond, "time between two rounds of asking")
+	f.DurationVar(&c.timeout, "timeout", 2*time.Second, "time each peer has to answer")
+	if err := f.Parse(args); err != nil {
+		return nil, err
+	}
+	c.etcd = f.Args()
+	if c.name == "" || c.peerURL == "" || c.dataDir == "" || len(c.etcd) == 0 {
+		return nil, errors.New("--name, --peer-url, --data-dir and the etcd command after -- are required")
+	}
+	for p := range strings.SplitSeq(peers, ",") {
+		if p = strings.TrimSpace(p); p != "" && p != c.peerURL && !slices.Contains(c.peers, p) {
+			c.peers = append(c.peers, p)
+		}
+	}
+	return c, nil
+}
+
+// peerMember is a member as etcd's peer /members answers.
+type peerMember struct {
+	Name      string   `json:"name"`
+	PeerURLs  []string `json:"peerURLs"`
+	IsLearner bool     `json:"isLearner"`
+}
+
+// gate returns etcd's command line once etcd lists the member.
+func (c *joinConfig) gate(ctx context.Context) ([]string, error) {
+	if ok, err := nonEmpty(filepath.Join(c.dataDir, "member")); err != nil {
+		return nil, err
+	} else if ok {
+		fmt.Fprintf(c.out, "member %s has data: etcd starts with it\n", c.name)
+		return c.etcd, nil
+	}
+	fmt.Fprintf(c.out, "member %s waits until etcd lists %s (asking %s)\n", c.name, c.peerURL, strings.Join(c.peers, ", "))
+	start, lastLog := time.Now(), time.Now()
+	for {
+		members, from, err := c.members(ctx)
+		if err == nil {
+			if listed(members, c.peerURL) {
+				ic := initialCluster(members, c.name, c.peerURL)
+				fmt.Fprintf(c.out, "etcd lists %s (member list from %s after %s): starting etcd with --initial-cluster=%s\n", c.peerURL, from, time.Since(start).Round(time.Millisecond), ic)
+				return withInitialCluster(c.etcd, ic), nil
+			}
+			// Members that joined since the Pod was made are asked too:
+			// the ones it was made with may all be gone by the time it is
+			// added.
+			for _, m := range members {
+				for _, u := range m.PeerURLs {
+					if u != c.peerURL && !slices.Contains(c.peers, u) {
+						c.peers = append(c.peers, u)
+					}
+				}
+			}
+		}
+		if time.Since(lastLog) >= c.logEvery {
+			lastLog = time.Now()
+			why := fmt.Sprintf("%s's member list does not have it yet", from)
+			if err != nil {
+				why = err.Error()
+			}
+			fmt.Fprintf(c.out, "member %s still waits after %s: %s\n", c.name, time.Since(start).Round(time.Second), why)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stopped while waiting to be listed: %w", ctx.Err())
+		case <-time.After(c.interval):
+		}
+	}
+}
+
+// members asks each peer in turn and returns the first answer.
+func (c *joinConfig) members(ctx context.Context) ([]peerMember, string, error) {
+	if len(c.peers) == 0 {
+		return nil, "", errors.New("no peer to ask")
+	}
+	hc, err := c.httpClient()
+	if err != nil {
+		return nil, "", err
+	}
+	defer hc.CloseIdleConnections()
+	var errs []error
+	for _, p := range c.peers {
+		ms, err := askMembers(ctx, hc, p, c.timeout)
+		if err == nil {
+			return ms, p, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+// httpClient reads the certificate files on every round: a renewed Secret
+// reaches a joiner that waits long.
+func (c *joinConfig) httpClient() (*http.Client, error) {
+	t := &http.Transport{DisableKeepAlives: true}
+	if c.cert != "" || c.caFile != "" {
+		conf := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.cert != "" {
+			pair, err := tls.LoadX509KeyPair(c.cert, c.key)
+			if err != nil {
+				return nil, fmt.Errorf("load the peer certificate: %w", err)
+			}
+			conf.Certificates = []tls.Certificate{pair}
+		}
+		if c.caFile != "" {
+			pem, err := os.ReadFile(c.caFile)
+			if err != nil {
+				return nil, fmt.Errorf("read the peer CA: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("no certificate in %s", c.caFile)
+			}
+			conf.RootCAs = pool
+		}
+		t.TLSClientConfig = conf
+	}
+	return &http.Client{Transport: t}, nil
+}
+
+func askMembers(ctx context.Context, hc *http.Client, peer string, timeout time.Duration) ([]peerMember, error) {
+	u, err := url.JoinPath(peer, "members")
+	if err != nil {
+		return nil, fmt.Errorf("peer URL %q: %w", peer, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ask %s: %w", peer, err)
+	}
+	defer resp.Body.Close()
+	// A member list is small; a peer that sends more is not etcd.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read %s's answer: %w", peer, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("ask %s: %s", peer, resp.Status)
+	}
+	var ms []peerMember
+	if err := json.Unmarshal(body, &ms); err != nil {
+		return nil, fmt.Errorf("read %s's member list: %w", peer, err)
+	}
+	return ms, nil
+}
+
+func listed(ms []peerMember, peerURL string) bool {
+	return slices.ContainsFunc(ms, func(m peerMember) bool { return slices.Contains(m.PeerURLs, peerURL) })
+}
+
+// initialCluster is the --initial-cluster of a member joining a cluster
+// whose members are ms: each member by name with each of its peer URLs,
+// the joiner under its own name. A member added but not started yet has no
+// name in etcd; it is named after its peer URL's host's first label, which
+// is its Pod's hostname and member name (any name will do: etcd matches the
+// members by peer URL, but the names must differ).
+func initialCluster(ms []peerMember, name, peerURL string) string {
+	var parts []string
+	used := map[string]bool{name: true}
+	for _, m := range ms {
+		if !slices.Contains(m.PeerURLs, peerURL) && m.Name != "" {
+			used[m.Name] = true
+		}
+	}
+	for i, m := range ms {
+		n := m.Name
+		if slices.Contains(m.PeerURLs, peerURL) {
+			n = name
+		} else if n == "" && len(m.PeerURLs) > 0 {
+			n = hostLabel(m.PeerURLs[0])
+			if used[n] {
+				n = fmt.Sprintf("unstarted-%d", i)
+			}
+			used[n] = true
+		}
+		for _, u := range m.PeerURLs {
+			parts = append(parts, n+"="+u)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func hostLabel(peerURL string) string {
+	u, err := url.Parse(peerURL)
+	if err != nil || u.Hostname() == "" {
+		return peerURL
+	}
+	label, _, _ := strings.Cut(u.Hostname(), ".")
+	return label
+}
+
+// withInitialCluster is args with --initial-cluster set to ic.
+func withInitialCluster(args []string, ic string) []string {
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		if !strings.HasPrefix(a, "--initial-cluster=") {
+			out = append(out, a)
+		}
+	}
+	return append(out, "--initial-cluster="+ic)
+}
