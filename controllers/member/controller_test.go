@@ -27,6 +27,7 @@ func TestEnvMemberController(t *testing.T) {
 	for name, test := range map[string]func(*testing.T, client.Client){
 		"RestrictedNamespacesRefuseOtherPods": testRestrictedNamespace,
 		"WaitsForRegistration":                testWaitsForRegistration,
+		"PreparedJoinerGetsItsGatedPod":       testPreparedJoiner,
 		"StaleRegistrationIsNotEnough":        testStaleRegistration,
 		"RegisteredMemberGetsItsPod":          testRegisteredMemberGetsPod,
 		"InitialMemberStartsAtOnce":           testInitialMemberStarts,
@@ -97,6 +98,38 @@ func testWaitsForRegistration(t *testing.T, c client.Client) {
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("get Pod of an unregistered member: want NotFound, got %v", err)
 	}
+}
+
+// testPreparedJoiner: a joiner with the agent image gets its first Pod at
+// once, before etcd lists it, with etcd behind the join gate; its Ready
+// says the Pod is prepared. A later Pod of a member etcd does not list is
+// not made: only the first Pod is gated (a Pod lost before the add would
+// find the marker its first Pod wrote, and is refused as DataLost).
+func testPreparedJoiner(t *testing.T, c client.Client) {
+	m := newMember(t, c, newNamespace(t, c), "demo-a", func(s *etcdv1.EtcdMemberSpec) { s.AgentImage = "raftsman:test" })
+	pod := waitPod(t, c, m, "")
+	if pod.Spec.Containers[0].Command[0] == "/usr/local/bin/etcd" || !slices.Contains(pod.Spec.Containers[0].Args, "join") {
+		t.Fatalf("the prepared joiner's etcd container runs %q %q, want the join gate", pod.Spec.Containers[0].Command, pod.Spec.Containers[0].Args)
+	}
+	got := waitReady(t, c, m, etcdv1.ReasonWaitingForRegistration)
+	if c := meta.FindStatusCondition(got.Status.Conditions, etcdv1.ConditionReady); !strings.Contains(c.Message, "prepared") {
+		t.Errorf("Ready message %q, want it to say the Pod is prepared", c.Message)
+	}
+	eventually(t, "status.podName recorded", func() error {
+		if got := getMember(t, c, m).Status.PodName; got != pod.Name {
+			return fmt.Errorf("status.podName = %q", got)
+		}
+		return nil
+	})
+	if err := c.Delete(t.Context(), pod); err != nil {
+		t.Fatalf("delete the Pod: %v", err)
+	}
+	consistently(t, "no second Pod before etcd lists the member", func() error {
+		if err := c.Get(t.Context(), key(m.Namespace, m.Name), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get Pod: want NotFound, got %v", err)
+		}
+		return nil
+	})
 }
 
 // testInitialMemberStarts: an initial member of a cluster etcd has not

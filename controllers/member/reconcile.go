@@ -413,11 +413,17 @@ func dataRefused(p *corev1.Pod) string {
 	return ""
 }
 
-// ensurePod creates the Pod of a registered member. A Pod that is still
-// terminating is waited for (its deletion wakes this controller up).
+// ensurePod creates the Pod of a registered member, or the first Pod of a
+// prepared joiner. A Pod that is still terminating is waited for (its
+// deletion wakes this controller up).
 func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.member
-	if !s.registered || s.dataLost || s.pod != nil || s.restarting || s.suspended || m.Spec.Fenced {
+	// A joiner's first Pod is made at once, before etcd lists the member:
+	// its etcd waits behind the join gate (resources.JoinsGated), so the
+	// Pod's scheduling, volume and image start overlap with the
+	// membership change. Any other Pod waits until etcd lists the member.
+	prepared := resources.JoinsGated(m, m.Status.PodName == "")
+	if (!s.registered && !prepared) || s.dataLost || s.pod != nil || s.restarting || s.suspended || m.Spec.Fenced {
 		return ctrl.Result{}, nil
 	}
 	if m.Spec.TLS != nil && m.Status.PodName == "" {

@@ -31,6 +31,8 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonPodNotReady, "The member is being removed from the cluster")
 	case s.suspended:
 		set(false, etcdv1.ReasonSuspended, "The cluster is suspended: the member's Pod is stopped and its volume kept")
+	case !s.registered && s.pod != nil && s.pod.DeletionTimestamp.IsZero():
+		set(false, etcdv1.ReasonWaitingForRegistration, fmt.Sprintf("Pod %s is prepared: its etcd starts once the cluster controller has added the member to etcd", s.pod.Name))
 	case !s.registered:
 		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
 	case s.waitingForTLS:

@@ -179,6 +179,12 @@ func install(_ context.Context, args []string, _ *Result) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	return copySelf(*to)
+}
+
+// copySelf copies this binary to to, executable: into a volume that an
+// image without it (etcd's) runs it from.
+func copySelf(to string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this binary: %w", err)
@@ -188,13 +194,13 @@ func install(_ context.Context, args []string, _ *Result) error {
 		return fmt.Errorf("open this binary: %w", err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(*to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", *to, err)
+		return fmt.Errorf("create %s: %w", to, err)
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
-		return fmt.Errorf("copy to %s: %w", *to, err)
+		return fmt.Errorf("copy to %s: %w", to, err)
 	}
 	return out.Close()
 }

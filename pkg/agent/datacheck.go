@@ -51,6 +51,7 @@ func checkData(_ context.Context, args []string, res *Result) error {
 	member := f.String("member", "", "the member's name")
 	uid := f.String("uid", "", "the EtcdMember's UID")
 	first := f.Bool("first-pod", false, "the member's first Pod: no data is expected yet")
+	installTo := f.String("install-to", "", "once the data is checked, copy this binary there (the gate of a joining member's etcd container: agent join)")
 	if err := f.Parse(args); err != nil {
 		return err
 	}
@@ -58,12 +59,21 @@ func checkData(_ context.Context, args []string, res *Result) error {
 		return errors.New("--data-dir, --marker, --member and --uid are required")
 	}
 	res.Member = *member
-	hasData, err := nonEmpty(filepath.Join(*dataDir, "member"))
+	if err := verifyData(*dataDir, *markerPath, Marker{Member: *member, UID: *uid}, *first); err != nil {
+		return err
+	}
+	if *installTo != "" {
+		return copySelf(*installTo)
+	}
+	return nil
+}
+
+func verifyData(dataDir, markerPath string, want Marker, first bool) error {
+	hasData, err := nonEmpty(filepath.Join(dataDir, "member"))
 	if err != nil {
 		return err
 	}
-	want := Marker{Member: *member, UID: *uid}
-	have, found, err := readMarker(*markerPath)
+	have, found, err := readMarker(markerPath)
 	if err != nil {
 		return err
 	}
@@ -71,13 +81,13 @@ func checkData(_ context.Context, args []string, res *Result) error {
 	case found && have != want:
 		return failure{ReasonForeignData, fmt.Errorf("the volume holds the data of member %s (UID %s), not of %s (UID %s)", have.Member, have.UID, want.Member, want.UID)}
 	case found && !hasData:
-		return failure{ReasonDataLost, fmt.Errorf("member %s ran before but its data directory %s is empty: it must not start without its data, and is replaced", *member, *dataDir)}
+		return failure{ReasonDataLost, fmt.Errorf("member %s ran before but its data directory %s is empty: it must not start without its data, and is replaced", want.Member, dataDir)}
 	case found:
 		return nil
-	case !*first && !hasData:
-		return failure{ReasonDataLost, fmt.Errorf("member %s ran before (this is not its first Pod) but its data directory %s is empty: it must not start without its data, and is replaced", *member, *dataDir)}
+	case !first && !hasData:
+		return failure{ReasonDataLost, fmt.Errorf("member %s ran before (this is not its first Pod) but its data directory %s is empty: it must not start without its data, and is replaced", want.Member, dataDir)}
 	}
-	return writeMarker(*markerPath, want)
+	return writeMarker(markerPath, want)
 }
 
 // nonEmpty says whether dir exists and holds anything.

@@ -267,7 +267,59 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
 	}
+	if JoinsGated(m, firstPod) {
+		// The check-data init container copies the agent next to etcd,
+		// and the agent starts etcd once etcd lists the member.
+		etcd := &pod.Spec.Containers[0]
+		etcd.Command = []string{toolsMount + "/raftsman"}
+		etcd.Args = append(joinArgs(m), append([]string{"--", "/usr/local/bin/etcd"}, etcd.Args...)...)
+		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsMount, ReadOnly: true})
+		// While the gate waits nothing listens: without a startup probe
+		// the liveness probe would kill a joiner that waits its turn for
+		// two minutes, and the kubelet's back-off would then delay its
+		// start long after it was added. The startup probe holds the
+		// liveness and readiness probes back until etcd answers; it is
+		// asked every second, so readiness is checked at most a second
+		// after etcd starts. A joiner is never ready before it is
+		// promoted anyway (etcd's readyz refuses learners).
+		etcd.StartupProbe = probe("/livez", 1, joinWaitSeconds)
+	}
 	return pod
+}
+
+// joinWaitSeconds is how long a prepared joiner waits to be added before
+// the kubelet restarts its etcd container: long enough for a scale by the
+// largest step, one learner at a time, on a cluster that is slow to settle.
+const joinWaitSeconds = 3600
+
+// JoinsGated says whether the Pod of a member is a prepared joiner's: the
+// first Pod of a member that joins a running cluster, made before etcd
+// lists the member so that its scheduling, volume and image start overlap
+// with the membership change. Its etcd container runs the agent's join
+// gate, which starts etcd only once etcd lists the member, with the member
+// list of that moment as --initial-cluster (pkg/agent, join). Later Pods
+// of a member are made only once etcd lists it (the member controller),
+// and a restored or force-new-cluster member does not join.
+func JoinsGated(m *etcdv1.EtcdMember, firstPod bool) bool {
+	return firstPod && m.Spec.AgentImage != "" && m.Spec.InitialClusterState == etcdv1.InitialClusterStateExisting &&
+		m.Spec.Restore == nil && !m.Spec.ForceNewCluster
+}
+
+// joinArgs are the gate's flags: whom to ask for the member list (the
+// members the joiner was made with: the gate adds those they list), and
+// the member's peer certificate to ask with.
+func joinArgs(m *etcdv1.EtcdMember) []string {
+	var peers []string
+	for pair := range strings.SplitSeq(m.Spec.InitialCluster, ",") {
+		if _, u, ok := strings.Cut(pair, "="); ok && u != m.Spec.PeerURL {
+			peers = append(peers, u)
+		}
+	}
+	args := []string{"agent", "join", "--name=" + m.Name, "--peer-url=" + m.Spec.PeerURL, "--data-dir=" + dataDir, "--peers=" + strings.Join(peers, ",")}
+	if m.Spec.TLS != nil {
+		args = append(args, "--cert="+peerTLSMount+"/tls.crt", "--key="+peerTLSMount+"/tls.key", "--cacert="+peerTLSMount+"/ca.crt")
+	}
+	return args
 }
 
 // The marker check-data keeps (see pkg/agent): on the member's PVC next to
@@ -295,6 +347,12 @@ func checkDataContainer(m *etcdv1.EtcdMember, firstPod bool) (corev1.Container, 
 	args := []string{"agent", "check-data", "--data-dir=" + dataDir, "--marker=" + marker, "--member=" + m.Name, "--uid=" + string(m.UID)}
 	if firstPod {
 		args = append(args, "--first-pod")
+	}
+	if JoinsGated(m, firstPod) {
+		// One init step: the same container puts the join gate in place.
+		args = append(args, "--install-to="+toolsMount+"/raftsman")
+		mounts = append(mounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsMount})
+		vols = append(vols, corev1.Volume{Name: toolsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
 	return corev1.Container{
 		Name:                     CheckDataContainer,

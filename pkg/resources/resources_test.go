@@ -433,3 +433,85 @@ func TestCorruptionChecksOnByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinerPodIsGated: the first Pod of a member that joins a running
+// cluster starts etcd through the agent's join gate, asking the members it
+// was made with, with the peer certificate; every other Pod runs etcd
+// itself, as before.
+func TestJoinerPodIsGated(t *testing.T) {
+	t.Parallel()
+	joiner := func() *etcdv1.EtcdMember {
+		m := member(etcdv1.InitialClusterStateExisting, etcdv1.EtcdOptions{}, etcdv1.StorageSpec{})
+		m.Spec.AgentImage = "raftsman:dev"
+		m.Spec.InitialCluster = "demo-a=https://demo-a.demo-peer.ns.svc.cluster.local:2380,demo-b=https://demo-b.demo-peer.ns.svc.cluster.local:2380," + m.Name + "=" + m.Spec.PeerURL
+		m.Spec.TLS = &etcdv1.MemberTLS{PeerSecretName: "demo-peer-tls", ServerSecretName: "demo-server-tls"}
+		return m
+	}
+	tests := []struct {
+		name     string
+		mutate   func(*etcdv1.EtcdMember)
+		firstPod bool
+		gated    bool
+	}{
+		{"joiner's first Pod", func(*etcdv1.EtcdMember) {}, true, true},
+		{"joiner's later Pod: etcd lists it by then", func(*etcdv1.EtcdMember) {}, false, false},
+		{"initial member", func(m *etcdv1.EtcdMember) { m.Spec.InitialClusterState = etcdv1.InitialClusterStateNew }, true, false},
+		{"no agent image", func(m *etcdv1.EtcdMember) { m.Spec.AgentImage = "" }, true, false},
+		{"force-new-cluster", func(m *etcdv1.EtcdMember) { m.Spec.ForceNewCluster = true }, true, false},
+		{"restored", func(m *etcdv1.EtcdMember) {
+			m.Spec.Restore = &etcdv1.MemberRestore{Key: "k", SHA256: "s", AgentImage: "raftsman:dev"}
+		}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := joiner()
+			tt.mutate(m)
+			p := MemberPod(m, tt.firstPod)
+			etcd := p.Spec.Containers[0]
+			var check corev1.Container
+			if n := len(p.Spec.InitContainers); n > 0 {
+				check = p.Spec.InitContainers[n-1]
+			}
+			if got := JoinsGated(m, tt.firstPod); got != tt.gated {
+				t.Fatalf("JoinsGated = %v, want %v", got, tt.gated)
+			}
+			if !tt.gated {
+				if etcd.Command[0] != "/usr/local/bin/etcd" || etcd.StartupProbe != nil {
+					t.Errorf("not gated: command %q, startup probe %v; want etcd itself, no startup probe", etcd.Command, etcd.StartupProbe)
+				}
+				if m.Spec.AgentImage != "" && slices.ContainsFunc(check.Args, func(a string) bool { return strings.HasPrefix(a, "--install-to") }) {
+					t.Errorf("not gated: check-data installs the agent: %q", check.Args)
+				}
+				return
+			}
+			if etcd.Command[0] != "/raftsman-tools/raftsman" {
+				t.Errorf("command %q, want the agent copied by the init container", etcd.Command)
+			}
+			sep := slices.Index(etcd.Args, "--")
+			if sep < 0 || etcd.Args[sep+1] != "/usr/local/bin/etcd" {
+				t.Fatalf("args %q: want the gate's flags, --, then etcd's command line", etcd.Args)
+			}
+			wantGate := []string{"agent", "join", "--name=" + m.Name, "--peer-url=" + m.Spec.PeerURL, "--data-dir=/var/lib/etcd/data",
+				"--peers=https://demo-a.demo-peer.ns.svc.cluster.local:2380,https://demo-b.demo-peer.ns.svc.cluster.local:2380",
+				"--cert=/etc/etcd/tls/peer/tls.crt", "--key=/etc/etcd/tls/peer/tls.key", "--cacert=/etc/etcd/tls/peer/ca.crt"}
+			if !slices.Equal(etcd.Args[:sep], wantGate) {
+				t.Errorf("gate flags\n got %q\nwant %q", etcd.Args[:sep], wantGate)
+			}
+			if !slices.Equal(etcd.Args[sep+2:], EtcdArgs(m, true)) {
+				t.Errorf("etcd's flags behind the gate differ from EtcdArgs")
+			}
+			if !slices.Contains(check.Args, "--install-to=/raftsman-tools/raftsman") || !slices.Contains(check.Args, "--first-pod") {
+				t.Errorf("check-data args %q: want the agent installed in the same init step", check.Args)
+			}
+			if len(p.Spec.InitContainers) != 1 {
+				t.Errorf("%d init containers, want one", len(p.Spec.InitContainers))
+			}
+			if etcd.StartupProbe == nil || etcd.StartupProbe.PeriodSeconds != 1 || etcd.StartupProbe.FailureThreshold*etcd.StartupProbe.PeriodSeconds < 600 {
+				t.Errorf("startup probe %+v: want one asked every second that lets a joiner wait", etcd.StartupProbe)
+			}
+			if PodSpecHash(m) != PodSpecHash(joiner()) {
+				t.Errorf("the gate changed the spec hash")
+			}
+		})
+	}
+}
