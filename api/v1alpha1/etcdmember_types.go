@@ -85,6 +85,18 @@ type EtcdMemberSpec struct {
 	// +optional
 	ForceNewCluster bool `json:"forceNewCluster,omitempty"`
 
+	// MaxLearners is etcd's --max-learners (etcd 3.6 and later): how many
+	// learners the cluster may hold at once. etcd checks it on every member
+	// as it applies a membership change, so all members must agree: the
+	// cluster controller sets the same value on every member (new members
+	// from creation, running ones through one rollout) and adds more than
+	// one learner at a time only once every member runs with it. 0: the
+	// flag is not given, and etcd allows one learner.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=8
+	MaxLearners int32 `json:"maxLearners,omitempty"`
+
 	// Fenced, set by the cluster controller on every other member before
 	// it forces one with --force-new-cluster in a quorum recovery, stops
 	// this member's Pod and keeps it stopped (its volume kept): the members

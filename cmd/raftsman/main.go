@@ -5,7 +5,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"strconv"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -66,6 +68,14 @@ func main() {
 	flag.DurationVar(&opts.Cluster.DefragTimeout, "defrag-timeout", opts.Cluster.DefragTimeout, "How long one member's defragmentation may take.")
 	flag.DurationVar(&opts.Cluster.DrainDelay, "drain-delay", opts.Cluster.DrainDelay, "How long a member taken out of the client Service is left before it is defragmented, for the Service's endpoints and proxies to drop it.")
 	flag.DurationVar(&opts.Cluster.LearnerTimeout, "learner-timeout", opts.Cluster.LearnerTimeout, "How long a learner may take to start and catch up after it was added before it is removed and added again.")
+	flag.Func("max-learners", fmt.Sprintf("etcd's --max-learners on members of etcd 3.6 and later (1 to 8; default %d): how many new members a scale adds to etcd at once. etcd 3.5 adds one at a time. 1 leaves the flag out; changing it rolls every 3.6 cluster once.", opts.Cluster.MaxLearners), func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 1 || n > 8 {
+			return fmt.Errorf("--max-learners must be a number from 1 to 8, not %q", v)
+		}
+		opts.Cluster.MaxLearners = int32(n)
+		return nil
+	})
 	flag.DurationVar(&opts.Cluster.RetryInterval, "retry-interval", opts.Cluster.RetryInterval, "How soon a membership change etcd refused for now is tried again.")
 	flag.DurationVar(&opts.Cluster.EtcdTimeout, "etcd-timeout", opts.Cluster.EtcdTimeout, "Timeout of each etcd call.")
 	flag.DurationVar(&opts.Cluster.StatusTimeout, "status-timeout", opts.Cluster.StatusTimeout, "Timeout of the health question to one etcd member.")

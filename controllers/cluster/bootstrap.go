@@ -35,6 +35,7 @@ func (r *Reconciler) memberSpec(s *scope, name string, state etcdv1.InitialClust
 		Options:             resources.MemberOptions(c, s.legacyOptions()),
 		TLS:                 memberTLS(c),
 		AgentImage:          r.Options.AgentImage,
+		MaxLearners:         resources.MaxLearners(c.Spec.Version, r.Options.MaxLearners),
 	}
 }
 

@@ -35,6 +35,11 @@ type Options struct {
 	// cluster: its polls space out from HealthInterval, doubling, up to
 	// it (polls.go). At most HealthInterval: every HealthInterval.
 	CalmHealthInterval time.Duration
+	// MaxLearners is the --max-learners of members on etcd 3.6 and later,
+	// and so how many members a scale adds at once there (3.5 adds one at
+	// a time). 1 leaves the flag out. A new value reaches running clusters
+	// through one rollout each.
+	MaxLearners int32
 	// RetryInterval is how soon a membership change etcd refused "for now"
 	// is tried again (etcd waits until every voter has been connected for
 	// 5 s, and promotes a learner only once it caught up).
@@ -104,6 +109,7 @@ func DefaultOptions() Options {
 		ClusterDomain:      "cluster.local",
 		HealthInterval:     time.Minute,
 		CalmHealthInterval: 5 * time.Minute,
+		MaxLearners:        4,
 		RetryInterval:      200 * time.Millisecond,
 		WaitInterval:       time.Second,
 		UnhealthyInterval:  2 * time.Second,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/failpoint"
+	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
@@ -123,8 +125,12 @@ func (r *Reconciler) scaleDown(ctx context.Context, s *scope) (ctrl.Result, erro
 	return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 }
 
-// scaleUp creates the EtcdMember of the next member once every member is a
-// healthy voter. Its existence is the intent that addLearners acts on.
+// scaleUp creates the EtcdMembers of every member still missing, at once,
+// once every member is a healthy voter. Their existence is the intent that
+// addLearners acts on; each one's Pod is made at once too and waits, its
+// etcd not started, until etcd lists it (a prepared joiner:
+// resources.JoinsGated), so that scheduling, volumes and image starts of
+// all of them overlap with the first add.
 func (r *Reconciler) scaleUp(ctx context.Context, s *scope) (ctrl.Result, error) {
 	active := s.active()
 	if len(active) >= s.desired || !s.formed {
@@ -138,15 +144,18 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope) (ctrl.Result, error)
 		if em, ok := s.inEtcd(m); !ok || em.IsLearner {
 			return ctrl.Result{}, nil // a member is being added: addLearners and promoteLearners go on
 		} else if !s.healthy(em.ID) {
-			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForHealth, fmt.Sprintf("Member %s is not healthy; a new member is added once all members are", m.Name)
+			s.waiting, s.waitingMsg = etcdv1.ReasonWaitingForHealth, fmt.Sprintf("Member %s is not healthy; new members are added once all members are", m.Name)
 			return ctrl.Result{RequeueAfter: r.Options.WaitInterval}, nil
 		}
 	}
-	name := newMemberName(s.cluster.Name, s.hasMember)
-	spec := r.joinerSpec(s, name)
-	ctrl.LoggerFrom(ctx).Info("Creating member to add", "member", name, "version", spec.Version)
-	if err := r.newMember(ctx, s, name, spec, nil); err != nil {
-		return ctrl.Result{}, err
+	for range s.desired - len(active) {
+		name := newMemberName(s.cluster.Name, s.hasMember)
+		spec := r.joinerSpec(s, name)
+		ctrl.LoggerFrom(ctx).Info("Creating member to add", "member", name, "version", spec.Version)
+		if err := r.newMember(ctx, s, name, spec, nil); err != nil {
+			return ctrl.Result{}, err
+		}
+		failpoint.Hit(failpoint.AfterJoinerCreate)
 	}
 	return ctrl.Result{}, nil
 }
@@ -161,37 +170,56 @@ func (r *Reconciler) joinerSpec(s *scope, name string) etcdv1.EtcdMemberSpec {
 		if s.cluster.Spec.Image == "" {
 			spec.Image = resources.ImageFor(v, r.Options.EtcdRepository)
 		}
+		spec.MaxLearners = resources.MaxLearners(v, r.Options.MaxLearners)
 	}
 	spec.InitialCluster = s.initialCluster(name, spec.PeerURL)
 	return spec
 }
 
-// addLearners adds each registered-to-be member to etcd as a learner. Its
-// EtcdMember already exists, so a crash after MemberAddAsLearner is found
-// again by peer URL in observeEtcd and never added twice.
+// addLearners adds the members to be registered to etcd as learners, as
+// many at once as etcd takes (learnerSlots). Each one's EtcdMember already
+// exists, so a crash after MemberAddAsLearner is found again by peer URL in
+// observeEtcd and never added twice.
 func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !s.formed {
 		return ctrl.Result{}, nil
+	}
+	slots, why := r.learnerSlots(s)
+	learners := 0
+	for _, em := range s.etcdList {
+		if em.IsLearner {
+			learners++
+		}
 	}
 	for _, m := range s.active() {
 		if _, ok := s.inEtcd(m); ok || m.Spec.InitialClusterState != etcdv1.InitialClusterStateExisting {
 			continue
 		}
-		s.progress, s.progressMsg = etcdv1.ReasonScalingUp, fmt.Sprintf("Adding member %s as a learner", m.Name)
-		// The learner's --initial-cluster is etcd's member list as it is
-		// now, with the learner: membership may have changed since its
-		// EtcdMember was created. It is written before the add (the add
-		// itself cannot be repeated), and the Pod starts only once the
-		// member is Registered, after the add.
-		if ic := s.initialCluster(m.Name, m.Spec.PeerURL); ic != m.Spec.InitialCluster {
-			patch := client.MergeFrom(m.DeepCopy())
-			m.Spec.InitialCluster = ic
-			if err := r.Patch(ctx, m, patch); err != nil {
-				return ctrl.Result{}, fmt.Errorf("record the initial cluster of %s: %w", m.Name, err)
-			}
-			s.wrote(m)
+		if learners >= slots {
+			// promoteLearners frees a slot; the promotion's pass adds this one.
+			s.joinersWaiting = fmt.Sprintf("member %s waits to be added: etcd holds %d learner(s) at once (%s)", m.Name, slots, why)
+			s.progress, s.progressMsg = etcdv1.ReasonScalingUp, s.joinersWaiting
+			return ctrl.Result{}, nil
 		}
-		ctrl.LoggerFrom(ctx).Info("Adding learner", "member", m.Name, "peerURL", m.Spec.PeerURL, "initialCluster", m.Spec.InitialCluster)
+		s.progress, s.progressMsg = etcdv1.ReasonScalingUp, fmt.Sprintf("Adding member %s as a learner", m.Name)
+		if !resources.JoinsGated(m, true) {
+			// A member whose Pod is not prepared starts with the
+			// --initial-cluster of its spec: etcd's member list as it is
+			// now, with the learner (membership may have changed since its
+			// EtcdMember was created). It is written before the add (the
+			// add itself cannot be repeated), and the Pod starts only once
+			// the member is Registered, after the add. A prepared joiner
+			// takes the list from etcd as it starts (pkg/agent, join).
+			if ic := s.initialCluster(m.Name, m.Spec.PeerURL); ic != m.Spec.InitialCluster {
+				patch := client.MergeFrom(m.DeepCopy())
+				m.Spec.InitialCluster = ic
+				if err := r.Patch(ctx, m, patch); err != nil {
+					return ctrl.Result{}, fmt.Errorf("record the initial cluster of %s: %w", m.Name, err)
+				}
+				s.wrote(m)
+			}
+		}
+		ctrl.LoggerFrom(ctx).Info("Adding learner", "member", m.Name, "peerURL", m.Spec.PeerURL, "learners", learners, "slots", slots)
 		failpoint.Hit(failpoint.BeforeMemberAdd)
 		tctx, cancel := r.etcdCtx(ctx)
 		em, err := s.client.MemberAddAsLearner(tctx, m.Spec.PeerURL)
@@ -208,11 +236,46 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 		}
 		em.PeerURLs = []string{m.Spec.PeerURL}
 		s.etcdList = append(s.etcdList, em)
+		learners++
 		m.Status.MemberID, m.Status.Role = etcd.FormatID(em.ID), etcdv1.RoleLearner
 		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberAdded", "MemberAddAsLearner", "Added member %s (%s) as a learner", m.Name, etcd.FormatID(em.ID))
-		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// learnerSlots is how many learners etcd holds at once, and why: the
+// --max-learners every member in etcd runs with, when every member to be
+// added is a prepared joiner (one that takes the member list as it
+// starts). etcd checks it on each
+// member as it applies a membership change, so a second learner is added
+// only when every member runs with room for it: each voter is Ready for
+// its generation (its Pod runs its current spec) with that value, and each
+// learner was made with it. Otherwise, and on etcd 3.5, one.
+func (r *Reconciler) learnerSlots(s *scope) (int, string) {
+	for _, m := range s.active() {
+		if em, ok := s.inEtcd(m); m.Spec.InitialClusterState == etcdv1.InitialClusterStateExisting && (!ok || em.IsLearner) && !resources.JoinsGated(m, true) {
+			// Its --initial-cluster is fixed before its add: it must be the
+			// member list of then, with no other learner coming after it.
+			return 1, fmt.Sprintf("member %s joins with the member list of its spec, not behind the join gate", m.Name)
+		}
+	}
+	slots := int32(math.MaxInt32)
+	for _, em := range s.etcdList {
+		m := s.memberByID(em.ID)
+		switch {
+		case m == nil:
+			return 1, "a member in etcd has no EtcdMember"
+		case m.Spec.MaxLearners <= 1:
+			return 1, fmt.Sprintf("member %s runs with etcd's default --max-learners", m.Name)
+		case !em.IsLearner && !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation):
+			return 1, fmt.Sprintf("member %s may not run its current spec yet", m.Name)
+		}
+		slots = min(slots, m.Spec.MaxLearners)
+	}
+	if slots == math.MaxInt32 {
+		return 1, "no member in etcd"
+	}
+	return int(slots), "--max-learners of every member"
 }
 
 // learnerFailingFor is how long a learner that never started may keep
@@ -221,15 +284,20 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 // enough to be back well within a minute.
 const learnerFailingFor = 20 * time.Second
 
-// promoteLearners promotes a learner once its etcd has started; etcd itself
-// refuses while the learner is behind, which is retried soon.
+// promoteLearners promotes a learner once its etcd has started, one per
+// pass, the first started one first; etcd itself refuses while the learner
+// is behind, which is retried soon.
 func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var wait ctrl.Result
 	for _, m := range s.active() {
 		em, ok := s.inEtcd(m)
 		if !ok || !em.IsLearner {
 			continue
 		}
 		s.progress, s.progressMsg = etcdv1.ReasonPromotingLearner, fmt.Sprintf("Waiting for learner %s to start and catch up with the leader", m.Name)
+		if s.joinersWaiting != "" {
+			s.progressMsg += "; " + s.joinersWaiting
+		}
 		if why := s.learnerCannotJoin(m, em); why != "" {
 			waited, _ := r.learnerStuck(m)
 			return r.replaceStuckLearner(ctx, s, m, waited, why)
@@ -248,9 +316,12 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 			return r.replaceStuckLearner(ctx, s, m, waited, why)
 		}
 		if !em.Started() {
-			// Its Pod starting wakes us; the requeue covers etcd publishing
-			// the member a moment after the container starts.
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+			// A learner that has not started does not hold back another
+			// that has. Its Pod starting wakes us; the requeue covers etcd
+			// publishing the member a moment after it starts (a prepared
+			// joiner's Pod started long before).
+			wait = ctrl.Result{RequeueAfter: r.Options.RetryInterval}
+			continue
 		}
 		failpoint.Hit(failpoint.BeforePromote)
 		tctx, cancel := r.etcdCtx(ctx)
@@ -272,5 +343,5 @@ func (r *Reconciler) promoteLearners(ctx context.Context, s *scope) (ctrl.Result
 		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberPromoted", "MemberPromote", "Promoted learner %s (%s) to voter", m.Name, etcd.FormatID(em.ID))
 		return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 	}
-	return ctrl.Result{}, nil
+	return wait, nil
 }

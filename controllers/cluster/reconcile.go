@@ -43,6 +43,9 @@ type scope struct {
 	// waiting why it does not move on right now.
 	progress, progressMsg string
 	waiting, waitingMsg   string
+	// joinersWaiting says which members wait for a learner slot, for the
+	// Progressing message of the pass that waits for a learner.
+	joinersWaiting string
 
 	// quorumReport names, once etcd has no quorum, the members gone and
 	// what each reachable member holds.

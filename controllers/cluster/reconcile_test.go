@@ -29,6 +29,7 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/internal/testenv"
 	"github.com/raftsman/raftsman/pkg/etcd"
+	"github.com/raftsman/raftsman/pkg/resources"
 )
 
 // env is one cluster under test: a fake API server, a fake etcd, and the
@@ -76,6 +77,8 @@ func newEnv(t *testing.T, replicas int32, funcs interceptor.Funcs) *env {
 	opts := DefaultOptions()
 	opts.RetryInterval = 100 * time.Millisecond
 	opts.WaitInterval, opts.UnhealthyInterval, opts.StuckInterval = 500*time.Millisecond, time.Second, 2500*time.Millisecond
+	// The members the operator makes run with its --max-learners.
+	ef.MaxLearners = int(opts.MaxLearners)
 	return &env{t: t, c: cl, etcd: ef, rec: rec, key: client.ObjectKeyFromObject(c),
 		r: &Reconciler{Client: cl, Recorder: rec, Etcd: ef, Options: opts}}
 }
@@ -308,57 +311,123 @@ func TestBootstrapResumesAfterCrash(t *testing.T) {
 	}
 }
 
-func TestScaleUpAddsLearnersOneAtATime(t *testing.T) {
+// TestScaleUpPreparesEveryJoiner: a scale by two makes both EtcdMembers
+// in one pass (their Pods are prepared at once), and adds both as learners
+// at once only when every member in etcd runs with room for two learners;
+// otherwise one at a time, the second waiting with a message that says so.
+// A learner that has not started does not hold back the promotion of one
+// that has.
+func TestScaleUpPreparesEveryJoiner(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 1, interceptor.Funcs{})
-	e.formed()
-	e.setReplicas(3)
+	tests := []struct {
+		name        string
+		maxLearners int32 // the operator's --max-learners
+		unflagged   bool  // the first member made by an operator without it
+		noGate      bool  // no agent image: joiners start from their spec's list
+		atOnce      int
+		slotsWhy    string
+	}{
+		{name: "every member with --max-learners", maxLearners: 4, atOnce: 2},
+		{name: "a member made before the flag", maxLearners: 4, unflagged: true, atOnce: 1, slotsWhy: "etcd's default --max-learners"},
+		{name: "the operator's --max-learners 1", maxLearners: 1, atOnce: 1, slotsWhy: "etcd's default --max-learners"},
+		{name: "joiners without the gate", maxLearners: 4, noGate: true, atOnce: 1, slotsWhy: "not behind the join gate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, 1, interceptor.Funcs{})
+			e.r.Options.MaxLearners = tt.maxLearners
+			if !tt.noGate {
+				e.r.Options.AgentImage = "raftsman:test"
+			}
+			e.formed()
+			// The fake etcd would take four learners: what limits them is
+			// the operator's view of the members' flags.
+			e.fake().SetMaxLearners(4)
+			if tt.unflagged {
+				m := e.members()[0]
+				m.Spec.MaxLearners = 0
+				if err := e.c.Update(context.Background(), &m); err != nil {
+					t.Fatal(err)
+				}
+				// Ready for its new generation: it runs without the flag.
+				m.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonPodReady, ObservedGeneration: m.Generation, LastTransitionTime: metav1.Now()}}
+				if err := e.c.Status().Update(context.Background(), &m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.setReplicas(3)
 
-	e.mustReconcile()
-	ms := e.members()
-	if len(ms) != 2 {
-		t.Fatalf("members = %d, want 2 (one added at a time)", len(ms))
-	}
-	var added *etcdv1.EtcdMember
-	for i := range ms {
-		if ms[i].Spec.InitialClusterState == etcdv1.InitialClusterStateExisting {
-			added = &ms[i]
-		}
-	}
-	if added == nil || added.Status.Role != etcdv1.RoleLearner || added.Status.MemberID == "" {
-		t.Fatalf("added member = %+v", added)
-	}
-	if c := condition(added.Status.Conditions, etcdv1.ConditionRegistered); c.Status != metav1.ConditionTrue || c.Reason != etcdv1.ReasonMemberAdded {
-		t.Errorf("Registered = %+v", c)
-	}
-	if strings.Count(added.Spec.InitialCluster, "=") != 2 {
-		t.Errorf("initial cluster of the new member = %q, want the voter and itself", added.Spec.InitialCluster)
-	}
-	// Its Pod has not started: no promotion, no second member.
-	e.mustReconcile()
-	if n := e.fake().Calls("MemberPromote"); n != 0 {
-		t.Errorf("promote called %d times before the learner started", n)
-	}
-	if len(e.members()) != 2 {
-		t.Errorf("a second member was created while a learner is pending")
-	}
+			e.mustReconcile()
+			ms := e.members()
+			if len(ms) != 3 {
+				t.Fatalf("members = %d after one pass, want 3: both joiners made at once", len(ms))
+			}
+			var joiners []etcdv1.EtcdMember
+			for _, m := range ms {
+				if m.Spec.InitialClusterState == etcdv1.InitialClusterStateExisting {
+					joiners = append(joiners, m)
+				}
+			}
+			if len(joiners) != 2 {
+				t.Fatalf("joiners = %d, want 2", len(joiners))
+			}
+			want := resources.MaxLearners("3.6.16", tt.maxLearners)
+			for _, j := range joiners {
+				if j.Spec.MaxLearners != want {
+					t.Errorf("joiner %s made with --max-learners %d, want %d", j.Name, j.Spec.MaxLearners, want)
+				}
+			}
+			if n := e.fake().Calls("MemberAddAsLearner"); n != tt.atOnce {
+				t.Fatalf("MemberAddAsLearner calls after one pass = %d, want %d", n, tt.atOnce)
+			}
+			if tt.slotsWhy != "" {
+				p := condition(e.cluster().Status.Conditions, etcdv1.ConditionProgressing)
+				if !strings.Contains(p.Message, "waits to be added") || !strings.Contains(p.Message, tt.slotsWhy) {
+					t.Errorf("Progressing = %q, want it to say the second joiner waits, and why (%s)", p.Message, tt.slotsWhy)
+				}
+			}
 
-	e.converge(20)
-	if n := e.fake().Calls("MemberAddAsLearner"); n != 2 {
-		t.Errorf("MemberAddAsLearner calls = %d, want 2", n)
-	}
-	for _, em := range e.fake().Members() {
-		if em.IsLearner {
-			t.Errorf("member %s is still a learner", em.Name)
-		}
-	}
-	c := e.cluster()
-	if c.Status.ReadyReplicas != 3 || condition(c.Status.Conditions, etcdv1.ConditionProgressing).Reason != etcdv1.ReasonConverged {
-		t.Errorf("status = %+v", c.Status)
-	}
-	evs := strings.Join(e.events(), "\n")
-	if strings.Count(evs, "MemberAdded") != 2 || strings.Count(evs, "MemberPromoted") != 2 {
-		t.Errorf("events = %s", evs)
+			// The learner added last starts first: it is promoted while the
+			// other has not started.
+			learners := []etcd.Member{}
+			for _, em := range e.fake().Members() {
+				if em.IsLearner {
+					learners = append(learners, em)
+				}
+			}
+			last := learners[len(learners)-1]
+			for _, j := range joiners {
+				if slices.Contains(last.PeerURLs, j.Spec.PeerURL) {
+					e.fake().Start(j.Spec.PeerURL, j.Name, j.Spec.ClientURL, true)
+				}
+			}
+			e.mustReconcile()
+			if n := e.fake().Calls("MemberPromote"); n != 1 {
+				t.Errorf("MemberPromote calls = %d, want 1: the started learner while the other has not started", n)
+			}
+			if tt.unflagged {
+				return // a rollout gives the member the flag: it needs Pods
+			}
+
+			e.converge(30)
+			if n := e.fake().Calls("MemberAddAsLearner"); n != 2 {
+				t.Errorf("MemberAddAsLearner calls = %d, want 2", n)
+			}
+			for _, em := range e.fake().Members() {
+				if em.IsLearner {
+					t.Errorf("member %s is still a learner", em.Name)
+				}
+			}
+			c := e.cluster()
+			if c.Status.ReadyReplicas != 3 || condition(c.Status.Conditions, etcdv1.ConditionProgressing).Reason != etcdv1.ReasonConverged {
+				t.Errorf("status = %+v", c.Status)
+			}
+			evs := strings.Join(e.events(), "\n")
+			if strings.Count(evs, "MemberAdded") != 2 || strings.Count(evs, "MemberPromoted") != 2 {
+				t.Errorf("events = %s", evs)
+			}
+		})
 	}
 }
 

@@ -65,6 +65,7 @@ func applyRolling(dst *etcdv1.EtcdMemberSpec, want etcdv1.EtcdMemberSpec) {
 	dst.PodTemplate = *want.PodTemplate.DeepCopy()
 	dst.Options = *want.Options.DeepCopy()
 	dst.TLS = want.TLS.DeepCopy()
+	dst.MaxLearners = want.MaxLearners
 	// Not part of the Pod's hash: a new operator image reaches each
 	// member's next Pod without restarting any.
 	dst.AgentImage = want.AgentImage

@@ -42,6 +42,8 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 	// sends no event, and wait for the next poll to see it.
 	opts.CalmHealthInterval = opts.HealthInterval
 	opts.EtcdTimeout = 2 * time.Second
+	// The members the operator makes run with its --max-learners.
+	factory.MaxLearners = int(opts.MaxLearners)
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
 		if err := (&cluster.Reconciler{
 			Client:   mgr.GetClient(),

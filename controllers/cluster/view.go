@@ -233,7 +233,9 @@ func (v *view) learnerCannotJoin(m *etcdv1.EtcdMember, em etcd.Member) string {
 	if em.Started() {
 		return ""
 	}
-	if want := v.initialCluster(m.Name, m.Spec.PeerURL); want != m.Spec.InitialCluster {
+	// A prepared joiner takes its list from etcd as it starts (pkg/agent,
+	// join): the one in its spec only names whom it asks.
+	if want := v.initialCluster(m.Name, m.Spec.PeerURL); want != m.Spec.InitialCluster && !resources.JoinsGated(m, true) {
 		return fmt.Sprintf("cannot join: its --initial-cluster %q is not etcd's member list %q any more", m.Spec.InitialCluster, want)
 	}
 	if c := meta.FindStatusCondition(m.Status.Conditions, etcdv1.ConditionReady); c != nil && c.Reason == etcdv1.ReasonPodFailing &&

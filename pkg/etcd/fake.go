@@ -9,7 +9,8 @@ import (
 )
 
 // Fake is an in-memory etcd cluster for unit tests. It keeps etcd's rules
-// that matter to the operator: one learner at a time, no membership change
+// that matter to the operator: --max-learners learners at a time (one
+// unless SetMaxLearners says otherwise), no membership change
 // while a voter is down, promotion only of a learner in sync, and it lets a
 // test inject an error into the next calls of a method.
 type Fake struct {
@@ -21,6 +22,8 @@ type Fake struct {
 	version string
 	fail    map[string][]error
 	calls   map[string]int
+	// maxLearners is the members' --max-learners (0: etcd's default, 1).
+	maxLearners int
 
 	// downgrade is the enabled downgrade's target minor ("3.5"), if any.
 	downgrade string
@@ -61,6 +64,14 @@ type fakeMember struct {
 	dbSize, inUse int64
 	// defragmenting: a held Defragment runs on this member.
 	defragmenting bool
+}
+
+// SetMaxLearners sets the --max-learners every member runs with (0 or 1:
+// one learner at a time, etcd's default).
+func (f *Fake) SetMaxLearners(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maxLearners = n
 }
 
 var _ Client = (*Fake)(nil)
@@ -487,13 +498,17 @@ func (f *Fake) MemberAddAsLearner(_ context.Context, peerURL string) (Member, er
 	if err := f.enter("MemberAddAsLearner"); err != nil {
 		return Member{}, err
 	}
+	learners := 0
 	for _, m := range f.members {
 		if slices.Contains(m.PeerURLs, peerURL) {
 			return Member{}, fmt.Errorf("%w: %s", ErrPeerURLExists, peerURL)
 		}
 		if m.IsLearner {
-			return Member{}, fmt.Errorf("%w: too many learner members in cluster", ErrNotYet)
+			learners++
 		}
+	}
+	if learners >= max(f.maxLearners, 1) {
+		return Member{}, fmt.Errorf("%w: too many learner members in cluster", ErrNotYet)
 	}
 	if !f.allVotersHealthy() {
 		return Member{}, fmt.Errorf("%w: unhealthy cluster", ErrNotYet)
@@ -677,6 +692,9 @@ func (f *Fake) LastCredentials() Credentials {
 type FakeFactory struct {
 	mu       sync.Mutex
 	clusters map[string]*Fake
+	// MaxLearners is the --max-learners of the fakes it makes from now
+	// on: every member of each runs with it (0: etcd's default, 1).
+	MaxLearners int
 }
 
 var _ Factory = (*FakeFactory)(nil)
@@ -691,6 +709,7 @@ func (f *FakeFactory) Cluster(key string) *Fake {
 	c, ok := f.clusters[key]
 	if !ok {
 		c = NewFake()
+		c.maxLearners = f.MaxLearners
 		f.clusters[key] = c
 	}
 	return c

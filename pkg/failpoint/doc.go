@@ -18,6 +18,9 @@ package failpoint
 
 // Names of the points, in the order a membership change passes them.
 const (
+	// AfterJoinerCreate: a scale by more than one made the EtcdMember of
+	// one new member (its Pod is prepared), not yet those of the others.
+	AfterJoinerCreate = "afterJoinerCreate"
 	// BeforeMemberAdd: the EtcdMember (the intent) exists, etcd does not
 	// know the member yet.
 	BeforeMemberAdd = "beforeMemberAdd"
@@ -40,4 +43,4 @@ const (
 )
 
 // All lists every point.
-var All = []string{BeforeMemberAdd, AfterMemberAdd, BeforePromote, AfterPromote, BeforeReplacedRemoval, BeforeMoveLeader, BeforeMemberRemove, AfterMemberRemove}
+var All = []string{AfterJoinerCreate, BeforeMemberAdd, AfterMemberAdd, BeforePromote, AfterPromote, BeforeReplacedRemoval, BeforeMoveLeader, BeforeMemberRemove, AfterMemberRemove}

@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"strings"
+
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 )
 
@@ -82,4 +84,14 @@ func MemberOptions(c *etcdv1.EtcdCluster, legacy bool) etcdv1.EtcdOptions {
 		o.AutoCompactionRetention = DefaultCompactionRetention
 	}
 	return o
+}
+
+// MaxLearners is a member's --max-learners for its etcd version: limit on
+// 3.6 and later (etcd's default, 1, is left implicit: 0), none on 3.5,
+// which has no such flag.
+func MaxLearners(version string, limit int32) int32 {
+	if limit <= 1 || strings.HasPrefix(version, "3.5.") {
+		return 0
+	}
+	return limit
 }

@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,5 +79,31 @@ func TestMemberOptions(t *testing.T) {
 				t.Errorf("MemberOptions changed the cluster's spec")
 			}
 		})
+	}
+}
+
+func TestMaxLearners(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		version string
+		limit   int32
+		want    int32
+	}{
+		{"3.5.35", 4, 0}, // 3.5 has no --max-learners
+		{"3.6.16", 4, 4},
+		{"3.7.0", 4, 4},
+		{"3.6.16", 1, 0}, // etcd's default: the flag left out
+		{"3.6.16", 0, 0},
+	}
+	for _, tt := range tests {
+		if got := MaxLearners(tt.version, tt.limit); got != tt.want {
+			t.Errorf("MaxLearners(%s, %d) = %d, want %d", tt.version, tt.limit, got, tt.want)
+		}
+		m := member(etcdv1.InitialClusterStateExisting, etcdv1.EtcdOptions{}, etcdv1.StorageSpec{})
+		m.Spec.Version, m.Spec.MaxLearners = tt.version, MaxLearners(tt.version, tt.limit)
+		has := slices.Contains(EtcdArgs(m, true), fmt.Sprintf("--max-learners=%d", tt.want))
+		if has != (tt.want > 0) || (tt.want == 0 && slices.ContainsFunc(EtcdArgs(m, true), func(a string) bool { return strings.HasPrefix(a, "--max-learners") })) {
+			t.Errorf("%s, limit %d: etcd's args %q", tt.version, tt.limit, EtcdArgs(m, true))
+		}
 	}
 }

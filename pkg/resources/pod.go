@@ -93,6 +93,9 @@ func EtcdArgs(m *etcdv1.EtcdMember, firstPod bool) []string {
 		// Only while the operator recovers a lost quorum from this member.
 		add("force-new-cluster", "true")
 	}
+	if m.Spec.MaxLearners > 0 {
+		add("max-learners", strconv.Itoa(int(m.Spec.MaxLearners)))
+	}
 	if t := m.Spec.TLS; t != nil {
 		// etcd reads the certificate and key files again on every new
 		// connection, so renewed Secrets reach it without a restart.
@@ -455,7 +458,10 @@ func PodSpecHash(m *etcdv1.EtcdMember) string {
 		TLS         *etcdv1.MemberTLS           `json:"tls,omitempty"`
 		MemorySize  *resource.Quantity          `json:"memorySize,omitempty"`
 		Force       bool                        `json:"forceNewCluster,omitempty"`
-	}{m.Spec.Version, m.Spec.Image, m.Spec.Resources, m.Spec.PodTemplate, m.Spec.Options, m.Spec.TLS, nil, m.Spec.ForceNewCluster}
+		// Left out when 0, so that the hash of a member made before the
+		// field existed is the same.
+		MaxLearners int32 `json:"maxLearners,omitempty"`
+	}{m.Spec.Version, m.Spec.Image, m.Spec.Resources, m.Spec.PodTemplate, m.Spec.Options, m.Spec.TLS, nil, m.Spec.ForceNewCluster, m.Spec.MaxLearners}
 	if !UsesPVC(m) {
 		in.MemorySize = storageSize(m.Spec.Storage)
 	}
