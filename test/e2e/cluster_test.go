@@ -220,6 +220,7 @@ func TestScaleWhileWriting(t *testing.T) {
 			ns := namespaceOf(ctx)
 			key, cli := runningCluster(ctx, t, k, "scale", 3)
 			w := startWriter(ctx, cli, "scale/")
+			first := memberIDs(ctx, t, cli)
 			for _, n := range []int32{5, 3, 1} {
 				step := time.Now()
 				setReplicas(ctx, t, k, key, n)
@@ -228,6 +229,9 @@ func TestScaleWhileWriting(t *testing.T) {
 					t.Fatalf("etcd lists %d members, want %d: %v", len(ids), n, ids)
 				}
 				t.Logf("scaled to %d in %.1fs", n, time.Since(step).Seconds())
+				if n == 5 {
+					checkPreparedJoiners(ctx, t, k, ns, first)
+				}
 			}
 			step := time.Now()
 			if out, err := kubectl(ctx, cfg, "-n", ns, "scale", "etcdcluster/scale", "--replicas=3"); err != nil {
@@ -267,6 +271,79 @@ func TestScaleWhileWriting(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// checkPreparedJoiners checks how a scale by two went: the Pods of both new
+// members were made before either was promoted (prepared joiners), each
+// one's etcd started behind the join gate once etcd listed it, and on etcd
+// 3.6 and later both were added before the first was promoted (two
+// learners at once, --max-learners).
+func checkPreparedJoiners(ctx context.Context, t *testing.T, k *kube, ns string, before map[string]uint64) {
+	t.Helper()
+	members := &etcdv1.EtcdMemberList{}
+	if err := k.c.List(ctx, members, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := k.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(e corev1.Event) time.Time {
+		if !e.EventTime.IsZero() {
+			return e.EventTime.Time
+		}
+		return e.FirstTimestamp.Time
+	}
+	var lastAdd, firstPromote, lastPodCreated time.Time
+	joiners := 0
+	for _, m := range members.Items {
+		if _, ok := before[m.Name]; ok {
+			continue
+		}
+		joiners++
+		for _, e := range evs.Items {
+			if e.Related == nil || e.Related.Name != m.Name {
+				continue
+			}
+			switch e.Reason {
+			case "MemberAdded":
+				if at(e).After(lastAdd) {
+					lastAdd = at(e)
+				}
+			case "MemberPromoted":
+				if firstPromote.IsZero() || at(e).Before(firstPromote) {
+					firstPromote = at(e)
+				}
+			}
+		}
+		p, err := k.cs.CoreV1().Pods(ns).Get(ctx, m.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.CreationTimestamp.After(lastPodCreated) {
+			lastPodCreated = p.CreationTimestamp.Time
+		}
+		// The gate's lines come first in the etcd container's log.
+		logs, err := k.cs.CoreV1().Pods(ns).GetLogs(m.Name, &corev1.PodLogOptions{Container: "etcd", LimitBytes: ptr.To[int64](8 << 10)}).DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(logs), "waits until etcd lists") || !strings.Contains(string(logs), "starting etcd with --initial-cluster=") {
+			t.Errorf("joiner %s: its etcd did not start behind the join gate; its log begins:\n%.2000s", m.Name, logs)
+		}
+	}
+	if joiners != 2 || lastAdd.IsZero() || firstPromote.IsZero() {
+		t.Fatalf("%d joiners, last MemberAdded %v, first MemberPromoted %v: want 2 joiners with both events", joiners, lastAdd, firstPromote)
+	}
+	// Pod times have a resolution of a second: made before the promotion
+	// means within the second of it at the latest.
+	if lastPodCreated.After(firstPromote) {
+		t.Errorf("a joiner's Pod was made at %v, after the first joiner was promoted at %v: the joiners were not prepared at once", lastPodCreated, firstPromote)
+	}
+	if !strings.HasPrefix(etcdVersion, "3.5.") && lastAdd.After(firstPromote) {
+		t.Errorf("the second joiner was added at %v, after the first was promoted at %v: on etcd %s both are learners at once", lastAdd, firstPromote, etcdVersion)
+	}
+	t.Logf("scale by two: both joiner Pods made by %v, both added by %v, first promoted at %v", lastPodCreated.Format(time.RFC3339), lastAdd.Format(time.RFC3339Nano), firstPromote.Format(time.RFC3339Nano))
 }
 
 func TestMemberPodComesBackWithItsIdentity(t *testing.T) {
