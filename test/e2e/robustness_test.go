@@ -175,6 +175,28 @@ func (e *faultEnv) scale(n int32, point string) {
 	e.converged(n)
 }
 
+// scaleThrough sets spec.replicas once and kills the operator at each of
+// points in turn during that one change: each point is armed once the
+// operator that died at the one before is ready again. A point the change
+// no longer passes is disarmed and counts as no fault (changeAt).
+func (e *faultEnv) scaleThrough(n int32, points ...string) {
+	e.t.Helper()
+	done := func() (bool, error) {
+		ok, _ := e.k.converged(e.ctx, e.key, n, &etcdv1.EtcdCluster{})
+		return ok, nil
+	}
+	for i, point := range points {
+		change := func() {}
+		if i == 0 {
+			change = func() { setReplicas(e.ctx, e.t, e.k, e.key, n) }
+		} else {
+			e.k.waitOperatorReady(e.ctx, e.t)
+		}
+		e.changeAt(point, change, done)
+	}
+	e.converged(n)
+}
+
 // changeAt makes a change with a failpoint armed first when point is set,
 // and waits for the operator to die there or for done.
 func (e *faultEnv) changeAt(point string, change func(), done func() (bool, error)) {
@@ -249,12 +271,15 @@ type scenario struct {
 var scenarios = []scenario{
 	{
 		// The operator dies at every step boundary of a membership change,
-		// along 3 -> 5 -> 3 -> 1 -> 3, and once more at the leader's
-		// removal (a deleted EtcdMember that leads).
+		// along 3 -> 5 -> 3 -> 1 -> 4, and once more at the leader's
+		// removal (a deleted EtcdMember that leads). The scales up are by
+		// two and by three: their joiners are prepared at once, and on
+		// etcd 3.6 added as learners together, so the operator dies
+		// between two creations, between two adds and between two
+		// promotions of one change.
 		name: "operator-killed-during-membership-changes", replicas: 3, failpoints: true,
 		inject: func(e *faultEnv) {
-			e.scale(4, failpoint.BeforeMemberAdd)
-			e.scale(5, failpoint.AfterMemberAdd)
+			e.scaleThrough(5, failpoint.AfterJoinerCreate, failpoint.BeforeMemberAdd)
 			e.scale(4, failpoint.BeforeMemberRemove)
 			e.scale(3, failpoint.AfterMemberRemove)
 			e.scale(2, "")
@@ -269,8 +294,7 @@ var scenarios = []scenario{
 			e.faults++
 			e.k.waitOperatorReady(e.ctx, e.t)
 			e.converged(1)
-			e.scale(2, failpoint.BeforePromote)
-			e.scale(3, failpoint.AfterPromote)
+			e.scaleThrough(4, failpoint.AfterMemberAdd, failpoint.BeforePromote, failpoint.AfterPromote)
 			// The leader's EtcdMember deleted: leadership moves first.
 			before, _ := e.k.operatorRestarts(e.ctx)
 			if err := e.k.armFailpoint(e.ctx, failpoint.BeforeMoveLeader); err != nil {
@@ -294,9 +318,9 @@ var scenarios = []scenario{
 				return apierrors.IsNotFound(err), ignoreNotFound(err)
 			})
 			waitFor(e.ctx, e.t, availableBound, "a replacement of "+leader, func() (bool, error) {
-				return len(e.members()) == 3, nil
+				return len(e.members()) == 4, nil
 			})
-			e.converged(3)
+			e.converged(4)
 		},
 	},
 	{
