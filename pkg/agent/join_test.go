@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/raftsman/raftsman/internal/testenv"
 )
 
 func TestInitialCluster(t *testing.T) {
@@ -182,7 +183,7 @@ func TestGateJoinsRealEtcd(t *testing.T) {
 	if fi, err := os.Stat(bin); os.Getenv("KUBEBUILDER_ASSETS") == "" || err != nil || fi.IsDir() {
 		t.Skip("no etcd binary in KUBEBUILDER_ASSETS (make envtest-assets)")
 	}
-	ports := freePorts(t, 6)
+	ports := testenv.FreePorts(t, 6)
 	url := func(i int) string { return fmt.Sprintf("http://127.0.0.1:%d", ports[i]) }
 	first, firstPeer := url(0), url(1)
 	startEtcd(t, bin, "--name=first", "--data-dir="+t.TempDir(), "--listen-client-urls="+first, "--advertise-client-urls="+first,
@@ -240,20 +241,6 @@ func TestGateJoinsRealEtcd(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		defer l.Close()
-	}
-	return ports
 }
 
 func startEtcd(t *testing.T, bin string, args ...string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/raftsman/raftsman/internal/testenv"
 )
 
 // etcdBinary finds the etcd the project builds for the local cluster (the
@@ -49,21 +50,6 @@ func etcdBinary(t *testing.T) string {
 	return ""
 }
 
-// freePorts holds every listener until all are chosen, so the two are distinct.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
 // localEtcd is one etcd member on loopback whose process the test can kill
 // and start again on the same data.
 type localEtcd struct {
@@ -84,7 +70,7 @@ func startEtcd(t *testing.T) *localEtcd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := freePorts(t, 2)
+	ports := testenv.FreePorts(t, 2)
 	e := &localEtcd{
 		t: t, binary: etcdBinary(t), dataDir: filepath.Join(dir, "data"), log: log,
 		client: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
