@@ -437,7 +437,10 @@ func (r results) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmark results\n\nWritten by `make bench` on %s; medians of %d runs on the local cluster, references measured in the same run.", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.runs)
 	if !r.only.all() {
-		fmt.Fprintf(&b, " Only these sections ran (-only): %s; the storage migration and the healing run without the rolling changes on a 3-member cluster created at %s.", r.only, *version)
+		fmt.Fprintf(&b, " Only these sections ran (-only): %s.", r.only)
+		if r.only.onRoll() && !r.only[secRolling] {
+			fmt.Fprintf(&b, " Without the rolling changes, the storage migration and the healing run on a 3-member cluster created at %s.", *version)
+		}
 	}
 	fmt.Fprintf(&b, "\n\n| measurement | Raftsman | reference (same run) | ratio | target |\n|---|---|---|---|---|\n")
 	if r.only[secMembership] {
