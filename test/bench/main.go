@@ -48,16 +48,80 @@ var (
 	runs     = flag.Int("runs", 3, "repetitions of each measurement; the median is reported")
 	idleWait = flag.Duration("idle", time.Minute, "how long an idle cluster is watched for API writes")
 	qRuns    = flag.Int("quorum-runs", 3, "runs (the first ones) that also measure the healing of a quorum loss, the longest failure")
+	only     = flag.String("only", "", "sections to run, comma-separated ("+strings.Join(sectionNames, ", ")+"); empty runs every one. The results file then holds only their rows")
 )
 
+// The sections of a run, in the order they run.
+const (
+	secMembership = "membership"
+	secRolling    = "rolling"
+	secMigration  = "migration"
+	secHealing    = "healing"
+	secDefrag     = "defrag"
+	secScaling    = "scaling"
+	secResume     = "resume"
+)
+
+var sectionNames = []string{secMembership, secRolling, secMigration, secHealing, secDefrag, secScaling, secResume}
+
+// sections are the sections a run measures.
+type sections map[string]bool
+
+// parseSections reads -only. The storage migration's reference is the
+// learner step of the membership section, which it brings in.
+func parseSections(list string) (sections, error) {
+	set := sections{}
+	if list == "" {
+		for _, n := range sectionNames {
+			set[n] = true
+		}
+		return set, nil
+	}
+	for n := range strings.SplitSeq(list, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(sectionNames, n) {
+			return nil, fmt.Errorf("-only: no section %q (sections: %s)", n, strings.Join(sectionNames, ", "))
+		}
+		set[n] = true
+	}
+	if set[secMigration] {
+		set[secMembership] = true
+	}
+	return set, nil
+}
+
+// all says whether every section runs.
+func (s sections) all() bool { return len(s) == len(sectionNames) }
+
+// references: every section but defragmentation compares with the
+// reference Pod.
+func (s sections) references() bool { return len(s) > 1 || !s[secDefrag] }
+
+// onRoll: the sections run on the rolling changes' cluster.
+func (s sections) onRoll() bool { return s[secRolling] || s[secMigration] || s[secHealing] }
+
+// String lists the sections in the order they run.
+func (s sections) String() string {
+	var names []string
+	for _, n := range sectionNames {
+		if s[n] {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 type bench struct {
-	c   client.WithWatch
-	cs  kubernetes.Interface
-	ctx context.Context
+	c    client.WithWatch
+	cs   kubernetes.Interface
+	ctx  context.Context
+	only sections
 }
 
 func main() {
 	flag.Parse()
+	secs, err := parseSections(*only)
+	must(err)
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(scheme))
@@ -67,7 +131,7 @@ func main() {
 	must(err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	must(err)
-	b := &bench{c: c, cs: cs, ctx: ctx}
+	b := &bench{c: c, cs: cs, ctx: ctx, only: secs}
 	began := time.Now()
 	must(b.installOperator())
 
@@ -75,7 +139,9 @@ func main() {
 	for i := range *runs {
 		b.run(i, s)
 	}
-	text := s.results().markdown()
+	r := s.results()
+	r.only = secs
+	text := r.markdown()
 	fmt.Print(text)
 	fmt.Printf("bench took %s\n", time.Since(began).Round(time.Second))
 	must(os.WriteFile(*out, []byte(text+keptScaleSection(*out)), 0o644))
@@ -98,48 +164,86 @@ type samples struct {
 	restored, restoredAfter                                               []float64
 	defragTook, defragReclaimed, defragStall, defragQuiet, defragOther    []float64
 	defragClients                                                         int
+	oneToThree, threeToFive, threeToSeven                                 []float64
+	resumed, suspended                                                    []float64
 }
 
-// run is run i of every measurement, in a namespace of its own.
+// run is run i of every measurement (of every section -only names), in a
+// namespace of its own.
 func (b *bench) run(i int, s *samples) {
 	ns := b.namespace()
-	b.measureMembership(i, ns, s)
+	if b.only.references() {
+		r, rr, l, err := b.reference(ns)
+		must(err)
+		s.podReady, s.podRestart, s.learnerRef = append(s.podReady, r), append(s.podRestart, rr), append(s.learnerRef, l)
+		fmt.Printf("run %d: reference pod %.1fs restart %.1fs learner-ref %.1fs\n", i+1, r, rr, l)
+	}
+	if b.only[secMembership] {
+		b.measureMembership(i, ns, s)
+	}
 
-	// Rolling changes on a cluster of their own, with nothing else of
-	// this run left running beside it (the reference ran alone too).
-	must(b.clearNamespace(ns))
-	up, roll := b.measureRolling(ns, s)
+	if b.only.onRoll() {
+		// Rolling changes on a cluster of their own, with nothing else of
+		// this run left running beside it (the reference ran alone too).
+		must(b.clearNamespace(ns))
+		if b.only[secRolling] {
+			up, roll := b.measureRolling(ns, s)
+			printRolling(i, up, roll)
+		} else {
+			_, err := b.createCluster(ns, "roll", 3)
+			must(err)
+		}
+	}
+	if b.only[secMigration] {
+		// The same cluster moved to another StorageClass, settled first.
+		time.Sleep(settle)
+		mig, err := b.migrate(ns, "roll")
+		must(err)
+		s.migration = append(s.migration, mig)
+		fmt.Printf("run %d: moved to another StorageClass in %.1fs\n", i+1, mig)
+	}
+	if b.only[secHealing] {
+		// Healing on the same cluster, settled again after the rollout.
+		time.Sleep(settle)
+		h, err := b.heal(ns, "roll", i < *qRuns)
+		must(err)
+		s.addHealing(h)
+		printHealing(i, h)
+	}
 
-	// The same cluster moved to another StorageClass, settled first.
-	time.Sleep(settle)
-	mig, err := b.migrate(ns, "roll")
-	must(err)
-	s.migration = append(s.migration, mig)
+	if b.only[secDefrag] {
+		// Defragmentation on a cluster of its own, alone like the others.
+		must(b.clearNamespace(ns))
+		d, err := b.defrag(ns)
+		must(err)
+		s.addDefrag(d)
+		printDefrag(i, d)
+	}
 
-	// Healing on the same cluster, settled again after the rollout.
-	time.Sleep(settle)
-	h, err := b.heal(ns, "roll", i < *qRuns)
-	must(err)
-	s.addHealing(h)
+	if b.only[secScaling] {
+		// Scale-ups on clusters of their own, alone like the others.
+		must(b.clearNamespace(ns))
+		sc, err := b.scaleUps(ns)
+		must(err)
+		s.addScaling(sc)
+		printScaling(i, sc)
+	}
 
-	// Defragmentation on a cluster of its own, alone like the others.
-	must(b.clearNamespace(ns))
-	d, err := b.defrag(ns)
-	must(err)
-	s.addDefrag(d)
+	if b.only[secResume] {
+		must(b.clearNamespace(ns))
+		res, err := b.suspendResume(ns, "pause")
+		must(err)
+		s.resumed, s.suspended = append(s.resumed, res.took), append(s.suspended, res.suspendTook)
+		printResume(i, res)
+	}
 
 	must(b.c.Delete(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	s.print(i, up, roll, h, d)
 }
 
-// measureMembership measures the references, then a cluster's creation,
-// a learner step and a member Pod's return against them; the first run
-// also counts the API writes of the creation and of the idle cluster.
+// measureMembership measures a cluster's creation, a learner step and a
+// member Pod's return against the references; the first run also counts
+// the API writes of the creation and of the idle cluster.
 func (b *bench) measureMembership(i int, ns string, s *samples) {
-	r, rr, l, err := b.reference(ns)
-	must(err)
-	s.podReady, s.podRestart, s.learnerRef = append(s.podReady, r), append(s.podRestart, rr), append(s.learnerRef, l)
-
 	before, c0, err := b.operatorWrites()
 	must(err)
 	t, err := b.createCluster(ns, "bench", 3)
@@ -156,13 +260,14 @@ func (b *bench) measureMembership(i int, ns string, s *samples) {
 	// connected for 5 s; the reference's lone member never waits, so
 	// the cluster settles first and the two measure the same thing.
 	time.Sleep(6 * time.Second)
-	t, err = b.scale(ns, "bench", 4)
+	step, err := b.scale(ns, "bench", 4)
 	must(err)
-	s.scaleStep = append(s.scaleStep, t)
+	s.scaleStep = append(s.scaleStep, step)
 
-	t, err = b.deleteMemberPod(ns, "bench")
+	back, err := b.deleteMemberPod(ns, "bench")
 	must(err)
-	s.memberBack = append(s.memberBack, t)
+	s.memberBack = append(s.memberBack, back)
+	fmt.Printf("run %d: cluster %.1fs step %.1fs member-back %.1fs\n", i+1, t, step, back)
 
 	if i == 0 {
 		// Let the last status writes of the scale settle, then watch.
@@ -224,15 +329,17 @@ func (s *samples) addDefrag(d defragResult) {
 	}
 }
 
-// print writes what run i measured.
-func (s *samples) print(i int, up upgradeResult, roll rollResult, h healing, d defragResult) {
-	fmt.Printf("run %d: pod %.1fs restart %.1fs learner-ref %.1fs | cluster %.1fs step %.1fs member-back %.1fs\n",
-		i+1, s.podReady[i], s.podRestart[i], s.learnerRef[i], s.clusterReady[i], s.scaleStep[i], s.memberBack[i])
+// printRolling writes what run i measured of the rolling changes.
+func printRolling(i int, up upgradeResult, roll rollResult) {
 	fmt.Printf("run %d: first rolled member %s back %.1fs done %.1fs, whole roll %.1fs | upgrade %.1fs, longest write gap %.2fs (%d writes, %d failed)\n",
 		i+1, roll.member, roll.firstBack, roll.firstDone, roll.all, up.took, up.maxGap, up.writes, up.failures)
 	for _, l := range up.log {
 		fmt.Printf("  upgrade %s\n", l)
 	}
+}
+
+// printHealing writes what run i measured of the healing.
+func printHealing(i int, h healing) {
 	fmt.Printf("run %d: healed: failed Pod of %s %.1fs (Failed after %.1fs) | Pod and PVC of %s %.1fs | volume of %s %.1fs",
 		i+1, h.failed.victim, h.failed.took, h.failed.visible, h.replaced.victim, h.replaced.took, h.emptied.victim, h.emptied.took)
 	if h.quorumRan {
@@ -240,13 +347,17 @@ func (s *samples) print(i int, up upgradeResult, roll rollResult, h healing, d d
 			h.quorum.victim, h.quorum.took, h.quorum.visible, h.restored.took, h.restored.visible)
 	}
 	fmt.Println()
-	fmt.Printf("run %d: defragmented %s in %.2fs (%.1f MiB given back): %d clients on it waited up to %.2fs (%.2fs with no defragmentation), clients on other members %.2fs (%.2fs)\n",
-		i+1, d.member, d.took, d.reclaimed, d.clients, d.stall, d.quiet, d.otherStall, d.otherQuiet)
 	for _, hr := range []healResult{h.failed, h.replaced, h.emptied, h.quorum, h.restored} {
 		for _, l := range hr.log {
 			fmt.Printf("  heal %s\n", l)
 		}
 	}
+}
+
+// printDefrag writes what run i measured of the defragmentation.
+func printDefrag(i int, d defragResult) {
+	fmt.Printf("run %d: defragmented %s in %.2fs (%.1f MiB given back): %d clients on it waited up to %.2fs (%.2fs with no defragmentation), clients on other members %.2fs (%.2fs)\n",
+		i+1, d.member, d.took, d.reclaimed, d.clients, d.stall, d.quiet, d.otherStall, d.otherQuiet)
 }
 
 // results are the medians of the samples.
@@ -256,7 +367,7 @@ func (s *samples) results() results {
 		clusterReady: median(s.clusterReady), scaleStep: median(s.scaleStep), memberBack: median(s.memberBack), migration: median(s.migration),
 		createWrites: s.createWrites, createCounts: s.createCounts, idleWrites: s.idleWrites, runs: *runs,
 		firstBack: median(s.firstBack), firstDone: median(s.firstDone), rollAll: median(s.rollAll), tlsWaits: s.tlsWaits,
-		upgrade: median(s.upgradeTook), maxGap: median(s.maxGap), worstGap: slices.Max(s.maxGap),
+		upgrade: median(s.upgradeTook), maxGap: median(s.maxGap), worstGap: maxOf(s.maxGap),
 		writes: s.writes, failures: s.failures, errs: s.errs,
 		failedPod: median(s.failedPod), failedSeen: median(s.failedSeen), failedAfter: median(s.failedAfter), replaced: median(s.replaced), emptied: median(s.emptied),
 		quorum: median(s.quorum), quorumSeen: median(s.quorumSeen), quorumRuns: len(s.quorum),
@@ -264,6 +375,8 @@ func (s *samples) results() results {
 		restored: median(s.restored), restoredAfter: median(s.restoredAfter),
 		defragTook: median(s.defragTook), defragReclaimed: median(s.defragReclaimed), defragStall: median(s.defragStall), defragQuiet: median(s.defragQuiet),
 		defragOther: median(s.defragOther), defragRuns: len(s.defragStall), defragClients: s.defragClients,
+		oneToThree: median(s.oneToThree), threeToFive: median(s.threeToFive), threeToSeven: median(s.threeToSeven),
+		resumed: median(s.resumed), suspended: median(s.suspended),
 	}
 }
 
@@ -272,6 +385,14 @@ func must(err error) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// maxOf is the largest of xs, 0 for none.
+func maxOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return slices.Max(xs)
 }
 
 func median(xs []float64) float64 {
@@ -305,46 +426,94 @@ type results struct {
 	defragStall, defragQuiet            float64
 	defragOther                         float64
 	defragRuns, defragClients           int
+	oneToThree, threeToFive             float64
+	threeToSeven                        float64
+	resumed, suspended                  float64
+	// only are the sections that ran: the others have no rows.
+	only sections
 }
 
 func (r results) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmark results\n\nWritten by `make bench` on %s; medians of %d runs on the local cluster, references measured in the same run.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.runs)
-	fmt.Fprintf(&b, "| measurement | Raftsman | reference (same run) | ratio | target |\n|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| apply to 3 members Available | %.1f s | one etcd Pod with its PVC Ready: %.1f s | %.2f | <= 1.5 |\n", r.clusterReady, r.podReady, r.clusterReady/r.podReady)
-	fmt.Fprintf(&b, "| one learner step (scale 3 -> 4 on a settled cluster) | %.1f s | a learner added to a settled one-member cluster and promoted by hand, each call retried every 100 ms: %.1f s | %.2f | <= 1.2 |\n", r.scaleStep, r.learnerRef, r.scaleStep/r.learnerRef)
-	fmt.Fprintf(&b, "| deleted member Pod back and Ready | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.2 |\n", r.memberBack, r.podRestart, r.memberBack/r.podRestart)
-	fmt.Fprintf(&b, "| one member's rolling restart (Pod template annotation changed on a settled 3-member cluster) | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.3 |\n", r.firstBack, r.podRestart, r.firstBack/r.podRestart)
-	fmt.Fprintf(&b, "| passes of the cluster controller held for the tls controller during those Pod template changes (a change outside spec.tls; Progressing reason WaitingForTLS seen on a watch, all runs) | %d | | | 0 |\n", r.tlsWaits)
-	fmt.Fprintf(&b, "| 3-member upgrade %s -> %s until converged | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 3.5 |\n", *oldVer, *version, r.upgrade, r.podRestart, r.upgrade/r.podRestart)
-	fmt.Fprintf(&b, "| longest gap between two successful client writes through the client Service during that upgrade (worst run: %.2f s) | %.2f s | | | <= 2 s |\n", r.worstGap, r.maxGap)
-	fmt.Fprintf(&b, "| a 3-member cluster moved to another StorageClass (each member replaced: a new one added as a learner and promoted, then the old one removed) | %.1f s | 3 learner steps of this run: %.1f s | %.2f | |\n", r.migration, 3*r.scaleStep, r.migration/(3*r.scaleStep))
-	heal := func(what string, took float64) {
-		fmt.Fprintf(&b, "| %s | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 60 s |\n", what, took, r.podRestart, took/r.podRestart)
+	fmt.Fprintf(&b, "# Benchmark results\n\nWritten by `make bench` on %s; medians of %d runs on the local cluster, references measured in the same run.", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.runs)
+	if !r.only.all() {
+		fmt.Fprintf(&b, " Only these sections ran (-only): %s.", r.only)
+		if r.only.onRoll() && !r.only[secRolling] {
+			fmt.Fprintf(&b, " Without the rolling changes, the storage migration and the healing run on a 3-member cluster created at %s.", *version)
+		}
 	}
-	heal("a member's Pod made Failed (spec.activeDeadlineSeconds 1) to 3 healthy voters again", r.failedPod)
-	heal("a member's Pod and PVC deleted to 3 healthy voters again (member replaced)", r.replaced)
-	heal("a member's volume lost with its record (status.pvcName cleared, PVC and Pod deleted) to 3 healthy voters again (DataLost, member replaced)", r.emptied)
-	if r.quorumRuns > 0 {
-		heal(fmt.Sprintf("2 of 3 members lost (Pods and PVCs deleted) to 3 healthy voters again, recovered by the recover-quorum annotation (%s)", runsText(r.quorumRuns)), r.quorum)
-		heal(fmt.Sprintf("all 3 members lost (Pods and PVCs deleted) to 3 healthy voters again, restored from the newest backup by the recover-quorum=latest-backup annotation (%s)", runsText(r.quorumRuns)), r.restored)
+	fmt.Fprintf(&b, "\n\n| measurement | Raftsman | reference (same run) | ratio | target |\n|---|---|---|---|---|\n")
+	if r.only[secMembership] {
+		fmt.Fprintf(&b, "| apply to 3 members Available | %.1f s | one etcd Pod with its PVC Ready: %.1f s | %.2f | <= 1.5 |\n", r.clusterReady, r.podReady, r.clusterReady/r.podReady)
+		fmt.Fprintf(&b, "| one learner step (scale 3 -> 4 on a settled cluster) | %.1f s | a learner added to a settled one-member cluster and promoted by hand, each call retried every 100 ms: %.1f s | %.2f | <= 1.2 |\n", r.scaleStep, r.learnerRef, r.scaleStep/r.learnerRef)
+		fmt.Fprintf(&b, "| deleted member Pod back and Ready | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.2 |\n", r.memberBack, r.podRestart, r.memberBack/r.podRestart)
 	}
-	fmt.Fprintf(&b, "| defragmenting one follower holding %d MiB of data and %.0f MiB of free pages (etcd's time, status.maintenance.members) | %.2f s | | | |\n", defragValues/2, r.defragReclaimed, r.defragTook)
-	if r.defragRuns > 0 {
-		fmt.Fprintf(&b, "| longest wait of a client connected through the client Service to that follower while it is defragmented (%s) | %.2f s | the same clients, no defragmentation, same run: %.2f s | %.1f | |\n", runsText(r.defragRuns), r.defragStall, r.defragQuiet, r.defragStall/r.defragQuiet)
+	if r.only[secScaling] {
+		scaled := func(what string, took float64, target string) {
+			fmt.Fprintf(&b, "| %s | %.1f s | one etcd Pod with its PVC Ready: %.1f s | %.2f | %s |\n", what, took, r.podReady, took/r.podReady, target)
+		}
+		scaled("scale 3 -> 5 of a settled 3-member cluster until converged (5 healthy voters)", r.threeToFive, "<= 1.5")
+		scaled("scale 1 -> 3 of a settled one-member cluster until converged (3 healthy voters)", r.oneToThree, "")
+		scaled("scale 3 -> 7 of a settled 3-member cluster until converged (7 healthy voters)", r.threeToSeven, "")
 	}
-	fmt.Fprintf(&b, "| operator API writes to create 3 members, TLS on (events included, lease renewals not) | %.0f | | | <= 25 |\n", r.createWrites)
-	fmt.Fprintf(&b, "| of which refused with 409: Conflict (a write from a stale copy) / AlreadyExists (a create of what exists) | %.0f / %.0f | | | 0 Conflict |\n", r.createCounts.conflict, r.createCounts.alreadyExists)
-	fmt.Fprintf(&b, "| operator API writes per minute, idle healthy cluster | %.1f | | | 0 |\n", r.idleWrites)
-	fmt.Fprintf(&b, "\nThe API writes to create the 3-member cluster, by resource (status writes count under their resource): %s.\n", r.createCounts)
-	fmt.Fprintf(&b, "\nThe learner step is measured on a cluster that has been healthy for 6 s, like its reference: right after a cluster forms or a member joins, etcd refuses the next membership change until every voter has been connected for 5 s, which the operator waits out by retrying (so a 3 -> 5 scale right after creation costs that wait once more). A hand-driven two-learner reference was tried and dropped: on this machine it varied from 7.5 s to 15 s per learner between runs. API writes are counted by the operator itself (raftsman_api_writes_total), Lease renewals (shard and presence Leases) and the metrics endpoint's own token and access reviews of the benchmark's scrapes left out.\n")
-	fmt.Fprintf(&b, "\nRolling changes run on a 3-member cluster of their own, created with spec.version %[1]s once the cluster of the rows above and the reference Pods are deleted, and settled for 6 s like the learner step. The upgrade is timed from the patch of spec.version to %[2]s until Progressing is False for the cluster's new generation, Available True, status.version %[2]s and no rollout left in the status. Meanwhile the benchmark puts a key every 20 ms through the cluster's client Service (etcd's Go client, TLS with the client certificate of status.tls, one endpoint: the Service, 1 s timeout per write, started before the patch); the gap is the longest time between two successful writes from the last one before the patch to the first one after convergence (the row gives the median of the %[3]d runs' longest gaps and the worst of them, %.2[4]f s; %[5]d writes succeeded and %[6]d failed over all runs%[9]s). The one-member restart is then measured on that cluster, settled again for 6 s: a Pod template annotation (spec.podTemplate.metadata.annotations) is changed, which every member rolls, and the time runs from the patch until the first member the operator restarted (a follower) has a new Pod, its EtcdMember Ready for its new generation, and is healthy in the cluster's status.members. Until the operator counts that member done (healthy and caught up: its etcd.raftsman.io/update-started annotation removed) it took %.1[7]f s, and the whole 3-member rollout %.1[8]f s.\n",
-		*oldVer, *version, r.runs, r.worstGap, r.writes, r.failures, r.firstDone, r.rollAll, errorSummary(r.errs))
-	fmt.Fprintf(&b, "\n%s\n", migrationText)
-	fmt.Fprintf(&b, "\nHealing is measured on the rolling changes' cluster (3 members, on %[1]s since its upgrade) after its rolling restart, each failure injected once the cluster has converged on the last one and settled for 6 s; the member hit is a follower. Each time runs from the failure injected until the cluster has converged again with 3 healthy voters: Available True and Progressing False for the cluster's generation, readyReplicas 3, every status.members entry a healthy Voter, no rollout. A Failed Pod (the kubelet fails a Pod past its active deadline with reason DeadlineExceeded, as it does an evicted one, and never restarts it) counts from the patch of spec.activeDeadlineSeconds, and is healed once a new Pod of the member is Ready on the same PVC and its EtcdMember Ready again; the bench saw the old Pod Failed or gone %.1[2]f s after the patch (median), and the member was back %.1[3]f s after that (medians of each run's own figures). A lost member counts from the deletion of its PVC, then its Pod (grace period 0), and is healed once its EtcdMember is gone and no longer in status.members (the operator removed it from etcd and promoted a new learner); for the lost volume, the EtcdMember's status.pvcName was cleared just before (a status write that never landed), so the operator makes a new empty PVC and a Pod on it, whose check-data init container refuses the empty volume (DataLost), and then replaces the member.%[4]s The target counts from the failure being visible to the operator; the figures count from the injection, so they include the kubelet failing the Pod and the quorum loss being detected. The reference is the plain etcd Pod deleted and recreated on its PVC of the rows above (the reference Pod, in the same runs).\n",
-		*version, r.failedSeen, r.failedAfter, r.quorumText())
-	fmt.Fprintf(&b, "\nDefragmentation runs on a 3-member cluster of its own on 1Gi volumes (a 320 MiB quota), created once the healed cluster is deleted, with spec.maintenance.defrag disabled and thresholds of 20%% and 1Mi. %[1]d values of 512 KiB are written, then written again, and the history compacted: each member holds %[2]d MiB of data and about as much of free pages. %[3]d clients of one connection each, which the Service's proxy puts on members at random, put a key every 20 ms with a 1 s timeout, like the writer of the rolling changes. After %.0[4]f s of settling, the longest time between two successful writes of each client over 10 s is the quiet figure; then the policy is enabled, the operator sees the thresholds met at once (the spec change brings a pass) and defragments the members one at a time, followers first, each taken out of the client Service 3 s before. The figures are the first member's (a follower): etcd's defragmentation time from status.maintenance.members, and the longest time between two successful writes of the clients whose connection goes to that member, around the time the status showed it in phase Defragmenting, beside the same clients' quiet figure (%[5]d clients on it in all, %[6]s; a run with none on it is left out). Clients on the other members waited up to %.2[7]f s (median of each run's longest): the drain keeps new connections off the member, but a connection a client already holds stays on it and waits for the defragmentation.\n",
-		defragValues, defragValues/2, defragProbes, settle.Seconds(), r.defragClients, runsText(r.defragRuns), r.defragOther)
+	if r.only[secResume] {
+		fmt.Fprintf(&b, "| resume of a suspended 3-member cluster (every member Pod gone) until Available, each member on its own PVC with its member ID (suspending took %.1f s) | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.2 |\n", r.suspended, r.resumed, r.podRestart, r.resumed/r.podRestart)
+	}
+	if r.only[secRolling] {
+		fmt.Fprintf(&b, "| one member's rolling restart (Pod template annotation changed on a settled 3-member cluster) | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 1.3 |\n", r.firstBack, r.podRestart, r.firstBack/r.podRestart)
+		fmt.Fprintf(&b, "| passes of the cluster controller held for the tls controller during those Pod template changes (a change outside spec.tls; Progressing reason WaitingForTLS seen on a watch, all runs) | %d | | | 0 |\n", r.tlsWaits)
+		fmt.Fprintf(&b, "| 3-member upgrade %s -> %s until converged | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 3.5 |\n", *oldVer, *version, r.upgrade, r.podRestart, r.upgrade/r.podRestart)
+		fmt.Fprintf(&b, "| longest gap between two successful client writes through the client Service during that upgrade (worst run: %.2f s) | %.2f s | | | <= 2 s |\n", r.worstGap, r.maxGap)
+	}
+	if r.only[secMigration] {
+		fmt.Fprintf(&b, "| a 3-member cluster moved to another StorageClass (each member replaced: a new one added as a learner and promoted, then the old one removed) | %.1f s | 3 learner steps of this run: %.1f s | %.2f | |\n", r.migration, 3*r.scaleStep, r.migration/(3*r.scaleStep))
+	}
+	if r.only[secHealing] {
+		heal := func(what string, took float64) {
+			fmt.Fprintf(&b, "| %s | %.1f s | plain etcd Pod deleted and recreated on its PVC: %.1f s | %.2f | <= 60 s |\n", what, took, r.podRestart, took/r.podRestart)
+		}
+		heal("a member's Pod made Failed (spec.activeDeadlineSeconds 1) to 3 healthy voters again", r.failedPod)
+		heal("a member's Pod and PVC deleted to 3 healthy voters again (member replaced)", r.replaced)
+		heal("a member's volume lost with its record (status.pvcName cleared, PVC and Pod deleted) to 3 healthy voters again (DataLost, member replaced)", r.emptied)
+		if r.quorumRuns > 0 {
+			heal(fmt.Sprintf("2 of 3 members lost (Pods and PVCs deleted) to 3 healthy voters again, recovered by the recover-quorum annotation (%s)", runsText(r.quorumRuns)), r.quorum)
+			heal(fmt.Sprintf("all 3 members lost (Pods and PVCs deleted) to 3 healthy voters again, restored from the newest backup by the recover-quorum=latest-backup annotation (%s)", runsText(r.quorumRuns)), r.restored)
+		}
+	}
+	if r.only[secDefrag] {
+		fmt.Fprintf(&b, "| defragmenting one follower holding %d MiB of data and %.0f MiB of free pages (etcd's time, status.maintenance.members) | %.2f s | | | |\n", defragValues/2, r.defragReclaimed, r.defragTook)
+		if r.defragRuns > 0 {
+			fmt.Fprintf(&b, "| longest wait of a client connected through the client Service to that follower while it is defragmented (%s) | %.2f s | the same clients, no defragmentation, same run: %.2f s | %.1f | |\n", runsText(r.defragRuns), r.defragStall, r.defragQuiet, r.defragStall/r.defragQuiet)
+		}
+	}
+	if r.only[secMembership] {
+		fmt.Fprintf(&b, "| operator API writes to create 3 members, TLS on (events included, lease renewals not) | %.0f | | | <= 25 |\n", r.createWrites)
+		fmt.Fprintf(&b, "| of which refused with 409: Conflict (a write from a stale copy) / AlreadyExists (a create of what exists) | %.0f / %.0f | | | 0 Conflict |\n", r.createCounts.conflict, r.createCounts.alreadyExists)
+		fmt.Fprintf(&b, "| operator API writes per minute, idle healthy cluster | %.1f | | | 0 |\n", r.idleWrites)
+		fmt.Fprintf(&b, "\nThe API writes to create the 3-member cluster, by resource (status writes count under their resource): %s.\n", r.createCounts)
+		fmt.Fprintf(&b, "\nThe learner step is measured on a cluster that has been healthy for 6 s, like its reference: right after a cluster forms or a member joins, etcd refuses the next membership change until every voter has been connected for 5 s, which the operator waits out by retrying (so a 3 -> 5 scale right after creation costs that wait once more). A hand-driven two-learner reference was tried and dropped: on this machine it varied from 7.5 s to 15 s per learner between runs. API writes are counted by the operator itself (raftsman_api_writes_total), Lease renewals (shard and presence Leases) and the metrics endpoint's own token and access reviews of the benchmark's scrapes left out.\n")
+	}
+	if r.only[secScaling] {
+		fmt.Fprintf(&b, "\n%s\n", scalingText)
+	}
+	if r.only[secResume] {
+		fmt.Fprintf(&b, "\n%s\n", resumeText)
+	}
+	if r.only[secRolling] {
+		fmt.Fprintf(&b, "\nRolling changes run on a 3-member cluster of their own, created with spec.version %[1]s once the cluster of the rows above and the reference Pods are deleted, and settled for 6 s like the learner step. The upgrade is timed from the patch of spec.version to %[2]s until Progressing is False for the cluster's new generation, Available True, status.version %[2]s and no rollout left in the status. Meanwhile the benchmark puts a key every 20 ms through the cluster's client Service (etcd's Go client, TLS with the client certificate of status.tls, one endpoint: the Service, 1 s timeout per write, started before the patch); the gap is the longest time between two successful writes from the last one before the patch to the first one after convergence (the row gives the median of the %[3]d runs' longest gaps and the worst of them, %.2[4]f s; %[5]d writes succeeded and %[6]d failed over all runs%[9]s). The one-member restart is then measured on that cluster, settled again for 6 s: a Pod template annotation (spec.podTemplate.metadata.annotations) is changed, which every member rolls, and the time runs from the patch until the first member the operator restarted (a follower) has a new Pod, its EtcdMember Ready for its new generation, and is healthy in the cluster's status.members. Until the operator counts that member done (healthy and caught up: its etcd.raftsman.io/update-started annotation removed) it took %.1[7]f s, and the whole 3-member rollout %.1[8]f s.\n",
+			*oldVer, *version, r.runs, r.worstGap, r.writes, r.failures, r.firstDone, r.rollAll, errorSummary(r.errs))
+	}
+	if r.only[secMigration] {
+		fmt.Fprintf(&b, "\n%s\n", migrationText)
+	}
+	if r.only[secHealing] {
+		fmt.Fprintf(&b, "\nHealing is measured on the rolling changes' cluster (3 members, on %[1]s since its upgrade) after its rolling restart, each failure injected once the cluster has converged on the last one and settled for 6 s; the member hit is a follower. Each time runs from the failure injected until the cluster has converged again with 3 healthy voters: Available True and Progressing False for the cluster's generation, readyReplicas 3, every status.members entry a healthy Voter, no rollout. A Failed Pod (the kubelet fails a Pod past its active deadline with reason DeadlineExceeded, as it does an evicted one, and never restarts it) counts from the patch of spec.activeDeadlineSeconds, and is healed once a new Pod of the member is Ready on the same PVC and its EtcdMember Ready again; the bench saw the old Pod Failed or gone %.1[2]f s after the patch (median), and the member was back %.1[3]f s after that (medians of each run's own figures). A lost member counts from the deletion of its PVC, then its Pod (grace period 0), and is healed once its EtcdMember is gone and no longer in status.members (the operator removed it from etcd and promoted a new learner); for the lost volume, the EtcdMember's status.pvcName was cleared just before (a status write that never landed), so the operator makes a new empty PVC and a Pod on it, whose check-data init container refuses the empty volume (DataLost), and then replaces the member.%[4]s The target counts from the failure being visible to the operator; the figures count from the injection, so they include the kubelet failing the Pod and the quorum loss being detected. The reference is the plain etcd Pod deleted and recreated on its PVC of the rows above (the reference Pod, in the same runs).\n",
+			*version, r.failedSeen, r.failedAfter, r.quorumText())
+	}
+	if r.only[secDefrag] {
+		fmt.Fprintf(&b, "\nDefragmentation runs on a 3-member cluster of its own on 1Gi volumes (a 320 MiB quota), created once the healed cluster is deleted, with spec.maintenance.defrag disabled and thresholds of 20%% and 1Mi. %[1]d values of 512 KiB are written, then written again, and the history compacted: each member holds %[2]d MiB of data and about as much of free pages. %[3]d clients of one connection each, which the Service's proxy puts on members at random, put a key every 20 ms with a 1 s timeout, like the writer of the rolling changes. After %.0[4]f s of settling, the longest time between two successful writes of each client over 10 s is the quiet figure; then the policy is enabled, the operator sees the thresholds met at once (the spec change brings a pass) and defragments the members one at a time, followers first, each taken out of the client Service 3 s before. The figures are the first member's (a follower): etcd's defragmentation time from status.maintenance.members, and the longest time between two successful writes of the clients whose connection goes to that member, around the time the status showed it in phase Defragmenting, beside the same clients' quiet figure (%[5]d clients on it in all, %[6]s; a run with none on it is left out). Clients on the other members waited up to %.2[7]f s (median of each run's longest): the drain keeps new connections off the member, but a connection a client already holds stays on it and waits for the defragmentation.\n",
+			defragValues, defragValues/2, defragProbes, settle.Seconds(), r.defragClients, runsText(r.defragRuns), r.defragOther)
+	}
 	return b.String()
 }
 
