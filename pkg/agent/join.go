@@ -122,7 +122,7 @@ func (c *joinConfig) gate(ctx context.Context) ([]string, error) {
 			if listed(members, c.peerURL) {
 				ic := initialCluster(members, c.name, c.peerURL)
 				fmt.Fprintf(c.out, "etcd lists %s (member list from %s after %s): starting etcd with --initial-cluster=%s\n", c.peerURL, from, time.Since(start).Round(time.Millisecond), ic)
-				return withInitialCluster(c.etcd, ic), nil
+				return withoutInitialCorruptCheck(withInitialCluster(c.etcd, ic)), nil
 			}
 			// Members that joined since the Pod was made are asked too:
 			// the ones it was made with may all be gone by the time it is
@@ -275,6 +275,35 @@ func hostLabel(peerURL string) string {
 	}
 	label, _, _ := strings.Cut(u.Hostname(), ".")
 	return label
+}
+
+// withoutInitialCorruptCheck is args with etcd's initial corruption check
+// off (etcd 3.5's flag, the feature gate of 3.6 and later). The check
+// compares the member's data with its peers' before the member serves its
+// peers: a joiner has no data yet, so there is nothing to compare, and the
+// check would only wait. It asks every member in the list, and another
+// joiner that starts at the same moment listens but does not answer until
+// its own check is over: each waited the request's 7 s timeout for the
+// other, and their raft streams as long again. Only this first start goes
+// without it: the gate leaves the command line alone once there is data.
+func withoutInitialCorruptCheck(args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--experimental-initial-corrupt-check="):
+			a = "--experimental-initial-corrupt-check=false"
+		case strings.HasPrefix(a, "--feature-gates="):
+			gates := strings.Split(strings.TrimPrefix(a, "--feature-gates="), ",")
+			for i, g := range gates {
+				if strings.HasPrefix(g, "InitialCorruptCheck=") {
+					gates[i] = "InitialCorruptCheck=false"
+				}
+			}
+			a = "--feature-gates=" + strings.Join(gates, ",")
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // withInitialCluster is args with --initial-cluster set to ic.

@@ -84,6 +84,22 @@ func TestWithInitialCluster(t *testing.T) {
 	}
 }
 
+func TestWithoutInitialCorruptCheck(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{[]string{"etcd", "--experimental-initial-corrupt-check=true", "--experimental-compact-hash-check-enabled=true"},
+			[]string{"etcd", "--experimental-initial-corrupt-check=false", "--experimental-compact-hash-check-enabled=true"}},
+		{[]string{"etcd", "--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"},
+			[]string{"etcd", "--feature-gates=InitialCorruptCheck=false,CompactHashCheck=true"}},
+		{[]string{"etcd", "--feature-gates=CompactHashCheck=true"}, []string{"etcd", "--feature-gates=CompactHashCheck=true"}},
+		{[]string{"etcd", "--name=a"}, []string{"etcd", "--name=a"}},
+	}
+	for _, tt := range tests {
+		if got := withoutInitialCorruptCheck(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("withoutInitialCorruptCheck(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestParseJoin(t *testing.T) {
 	c, err := parseJoin([]string{"--name=m", "--peer-url=http://m:2380", "--data-dir=/d", "--peers=http://a:2380, http://m:2380,http://a:2380,,http://b:2380", "--", "/usr/local/bin/etcd", "--name=m"})
 	if err != nil {
@@ -125,7 +141,7 @@ func TestGateWaitsUntilListed(t *testing.T) {
 	cfg := func(dataDir string) *joinConfig {
 		return &joinConfig{name: "c-new", peerURL: me, dataDir: dataDir, peers: []string{down, srv.URL},
 			interval: 20 * time.Millisecond, timeout: time.Second, logEvery: time.Hour, out: io.Discard,
-			etcd: []string{"etcd", "--initial-cluster=c-new=" + me}}
+			etcd: []string{"etcd", "--initial-cluster=c-new=" + me, "--feature-gates=InitialCorruptCheck=true"}}
 	}
 
 	t.Run("not listed: waits", func(t *testing.T) {
@@ -150,7 +166,7 @@ func TestGateWaitsUntilListed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"etcd", "--initial-cluster=c-a=http://c-a.c-peer:2380,c-new=" + me}
+		want := []string{"etcd", "--feature-gates=InitialCorruptCheck=false", "--initial-cluster=c-a=http://c-a.c-peer:2380,c-new=" + me}
 		if !slices.Equal(args, want) {
 			t.Errorf("args %q, want %q", args, want)
 		}
@@ -203,7 +219,7 @@ func TestGateJoinsRealEtcd(t *testing.T) {
 	dataDir := t.TempDir()
 	etcdArgs := []string{bin, "--name=joiner", "--data-dir=" + dataDir, "--listen-client-urls=" + joiner, "--advertise-client-urls=" + joiner,
 		"--listen-peer-urls=" + joinerPeer, "--initial-advertise-peer-urls=" + joinerPeer, "--initial-cluster=stale=" + firstPeer,
-		"--initial-cluster-state=existing", "--max-learners=2", "--log-level=error"}
+		"--initial-cluster-state=existing", "--max-learners=2", "--log-level=error", "--feature-gates=InitialCorruptCheck=true"}
 	cfg := &joinConfig{name: "joiner", peerURL: joinerPeer, dataDir: dataDir, peers: []string{firstPeer},
 		interval: 50 * time.Millisecond, timeout: time.Second, logEvery: time.Hour, out: io.Discard, etcd: etcdArgs}
 
