@@ -1021,3 +1021,33 @@ func TestLegacyMembersKeepEtcdDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxLearnersRollsOut: a member made before --max-learners is not
+// rolled out to a spec that has it, and applyRolling gives it the value;
+// the value follows the version (none on 3.5).
+func TestMaxLearnersRollsOut(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		have int32
+		want int32
+		same bool
+	}{
+		{"made before the flag", 0, 4, false},
+		{"has it", 4, 4, true},
+		{"a downgrade to 3.5 drops it", 4, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &etcdv1.EtcdMember{Spec: etcdv1.EtcdMemberSpec{Version: "3.6.16", MaxLearners: tt.have}}
+			want := etcdv1.EtcdMemberSpec{Version: "3.6.16", MaxLearners: tt.want}
+			if got := rolledOut(m, want); got != tt.same {
+				t.Errorf("rolledOut = %v, want %v", got, tt.same)
+			}
+			applyRolling(&m.Spec, want)
+			if m.Spec.MaxLearners != tt.want {
+				t.Errorf("after applyRolling MaxLearners = %d, want %d", m.Spec.MaxLearners, tt.want)
+			}
+		})
+	}
+}
