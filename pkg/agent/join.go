@@ -65,6 +65,9 @@ type joinConfig struct {
 	peers                  []string
 	cert, key, caFile      string
 	interval, timeout      time.Duration
+	// turnWait bounds how long a listed joiner waits for one named before
+	// it to start; probeTimeout how long that one has to answer.
+	turnWait, probeTimeout time.Duration
 	etcd                   []string
 	// logEvery is how often a waiting gate says so.
 	logEvery time.Duration
@@ -73,7 +76,7 @@ type joinConfig struct {
 
 func parseJoin(args []string) (*joinConfig, error) {
 	f := flag.NewFlagSet("join", flag.ContinueOnError)
-	c := &joinConfig{out: os.Stderr, logEvery: 10 * time.Second}
+	c := &joinConfig{out: os.Stderr, logEvery: 10 * time.Second, turnWait: 10 * time.Second, probeTimeout: 500 * time.Millisecond}
 	var peers string
 	f.StringVar(&c.name, "name", "", "the member's name")
 	f.StringVar(&c.peerURL, "peer-url", "", "the member's peer URL, as etcd lists it")
@@ -116,13 +119,33 @@ func (c *joinConfig) gate(ctx context.Context) ([]string, error) {
 	}
 	fmt.Fprintf(c.out, "member %s waits until etcd lists %s (asking %s)\n", c.name, c.peerURL, strings.Join(c.peers, ", "))
 	start, lastLog := time.Now(), time.Now()
+	var listedAt time.Time
 	for {
 		members, from, err := c.members(ctx)
+		wait := c.interval
 		if err == nil {
 			if listed(members, c.peerURL) {
-				ic := initialCluster(members, c.name, c.peerURL)
-				fmt.Fprintf(c.out, "etcd lists %s (member list from %s after %s): starting etcd with --initial-cluster=%s\n", c.peerURL, from, time.Since(start).Round(time.Millisecond), ic)
-				return withoutInitialCorruptCheck(withInitialCluster(c.etcd, ic)), nil
+				if listedAt.IsZero() {
+					listedAt = time.Now()
+				}
+				before := c.joinerBefore(ctx, members)
+				if before == "" || time.Since(listedAt) >= c.turnWait {
+					ic := initialCluster(members, c.name, c.peerURL)
+					fmt.Fprintf(c.out, "etcd lists %s (member list from %s after %s): starting etcd with --initial-cluster=%s\n", c.peerURL, from, time.Since(start).Round(time.Millisecond), ic)
+					return withoutInitialCorruptCheck(withInitialCluster(c.etcd, ic)), nil
+				}
+				if time.Since(lastLog) >= c.logEvery || lastLog.Before(listedAt) {
+					lastLog = time.Now()
+					fmt.Fprintf(c.out, "etcd lists %s; member %s, added too, starts first (a joining etcd asks every member for its version, and one that starts at the same moment answers only after 7 s)\n", c.peerURL, before)
+				}
+				// Its start takes a fraction of a second: look again soon.
+				wait = min(wait, 100*time.Millisecond)
+				select {
+				case <-ctx.Done():
+					return nil, fmt.Errorf("stopped while waiting for %s to start: %w", before, ctx.Err())
+				case <-time.After(wait):
+				}
+				continue
 			}
 			// Members that joined since the Pod was made are asked too:
 			// the ones it was made with may all be gone by the time it is
@@ -146,9 +169,60 @@ func (c *joinConfig) gate(ctx context.Context) ([]string, error) {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("stopped while waiting to be listed: %w", ctx.Err())
-		case <-time.After(c.interval):
+		case <-time.After(wait):
 		}
 	}
+}
+
+// joinerBefore names a member added and not started yet, named before
+// this one, whose etcd does not serve its peers yet: this joiner starts
+// after it. A joining etcd asks every member of its --initial-cluster for
+// its version (etcd's compatibility check) before it serves its own
+// peers. A member not started refuses the connection at once, but one
+// that starts at the same moment listens and answers nothing until its own
+// check is over, after the request's 7 s timeout: joiners that started
+// together waited 7 s for each other joiner. In name order, each one finds
+// the others serving or not listening. "" when none.
+func (c *joinConfig) joinerBefore(ctx context.Context, ms []peerMember) string {
+	hc, err := c.httpClient()
+	if err != nil {
+		return ""
+	}
+	defer hc.CloseIdleConnections()
+	for _, m := range ms {
+		if m.Name != "" || len(m.PeerURLs) == 0 || slices.Contains(m.PeerURLs, c.peerURL) {
+			continue // started, or this one
+		}
+		name := hostLabel(m.PeerURLs[0])
+		if name >= c.name {
+			continue
+		}
+		if !servesPeers(ctx, hc, m.PeerURLs[0], c.probeTimeout) {
+			return name
+		}
+	}
+	return ""
+}
+
+// servesPeers says whether etcd answers on the peer URL.
+func servesPeers(ctx context.Context, hc *http.Client, peer string, timeout time.Duration) bool {
+	u, err := url.JoinPath(peer, "version")
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode == http.StatusOK
 }
 
 // members asks each peer in turn and returns the first answer.

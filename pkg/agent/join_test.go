@@ -270,3 +270,41 @@ func startEtcd(t *testing.T, bin string, args ...string) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
 }
+
+// TestJoinerBefore: a listed joiner starts after every joiner named before
+// it that is added and not serving its peers yet; started members, joiners
+// named after it, and joiners that serve do not hold it.
+func TestJoinerBefore(t *testing.T) {
+	serving := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" {
+			_, _ = io.WriteString(w, `{"etcdserver":"3.6.16","etcdcluster":"3.6.0"}`)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer serving.Close()
+	// Listens and answers nothing, like an etcd in its own start.
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer silent.Close()
+	const me = "http://me:2380"
+	tests := []struct {
+		name    string
+		self    string
+		members []peerMember
+		want    string
+	}{
+		{"a joiner before it serves", "joiner", []peerMember{{PeerURLs: []string{serving.URL}, IsLearner: true}, {PeerURLs: []string{me}}}, ""},
+		{"a joiner before it listens and does not answer", "joiner", []peerMember{{PeerURLs: []string{silent.URL}, IsLearner: true}, {PeerURLs: []string{me}}}, "127"},
+		{"a joiner before it does not listen", "joiner", []peerMember{{PeerURLs: []string{"http://127.0.0.1:1"}, IsLearner: true}, {PeerURLs: []string{me}}}, "127"},
+		{"a joiner after it does not hold it", "000", []peerMember{{PeerURLs: []string{silent.URL}, IsLearner: true}, {PeerURLs: []string{me}}}, ""},
+		{"a started member does not hold it", "joiner", []peerMember{{Name: "a", PeerURLs: []string{silent.URL}}, {PeerURLs: []string{me}}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &joinConfig{name: tt.self, peerURL: me, probeTimeout: 200 * time.Millisecond}
+			if got := c.joinerBefore(t.Context(), tt.members); got != tt.want {
+				t.Errorf("joinerBefore = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
