@@ -401,9 +401,6 @@ const (
 	// ReasonWaitingForRegistration: the Pod waits for Registered, or a
 	// prepared joiner's Pod waits for etcd to list the member.
 	ReasonWaitingForRegistration = "WaitingForRegistration"
-	// ReasonWaitingForPeers: no member of the cluster is Ready, and the
-	// member's Pod starts once those of the members before it run.
-	ReasonWaitingForPeers = "WaitingForPeers"
 	// ReasonDataLost: the member's volume is gone; the member must be replaced.
 	ReasonDataLost = "DataLost"
 	// ReasonPodLost: the member's Pod was lost with its node; the member is

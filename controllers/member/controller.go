@@ -42,9 +42,6 @@ type Reconciler struct {
 	// written: this controller's last status writes, so that a pass never
 	// decides from a cached copy older than them.
 	written kube.Written
-	// turns: since when each member waits for the members before it to
-	// start (waitForTurn).
-	turns turns
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live):

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -48,9 +46,6 @@ type scope struct {
 	// waitingForTLS: the member's first Pod waits for the cluster's
 	// TLSReady condition.
 	waitingForTLS bool
-	// waitingForPeer names the member whose Pod this one waits for
-	// (waitForTurn).
-	waitingForPeer string
 	// restarting: the Pod was deleted to start again with a new spec.
 	restarting bool
 	// suspended: the cluster's Suspended condition is True, so the member
@@ -432,11 +427,11 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 	if (!s.registered && !prepared) || s.dataLost || s.pod != nil || s.restarting || s.suspended || m.Spec.Fenced {
 		return ctrl.Result{}, nil
 	}
+	var after []string
 	if m.Status.PodName != "" {
-		after, err := r.waitForTurn(ctx, m)
-		if err != nil || after != "" {
-			s.waitingForPeer = after
-			return ctrl.Result{RequeueAfter: turnPoll}, err
+		var err error
+		if after, err = r.peersBefore(ctx, m); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	if m.Spec.TLS != nil && m.Status.PodName == "" {
@@ -457,6 +452,7 @@ func (r *Reconciler) ensurePod(ctx context.Context, s *scope) (ctrl.Result, erro
 		m.Status.PVCName = resources.PVCName(m.Name)
 	}
 	pod := resources.MemberPod(m, m.Status.PodName == "")
+	resources.StartsAfter(pod, m, after)
 	if err := controllerutil.SetControllerReference(m, pod, r.Scheme()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("own pod of %s: %w", m.Name, err)
 	}
@@ -628,97 +624,33 @@ func podRefusal(err error) string {
 	return msg
 }
 
-// While no member of a cluster is Ready (a resume from suspend, every Pod
-// lost at once), members that ran before start one after the other, in
-// name order: each member's Pod is made once the Pods of the members
-// before it run. etcd's initial corruption check asks every peer for its
-// data's hash before the member serves: a peer that is not listening
-// answers at once (connection refused), but one that listens and is in
-// its own check answers nothing until the request's 7 s timeout, and then
-// the raft streams take as long again. Members started together wait on
-// each other that way; started in turn, each finds its peers serving or
-// not listening, and passes at once. A cluster with a Ready member starts
-// a member's Pod at once, as does a member's first Pod.
-const (
-	// turnPoll is how soon a waiting member looks again: a peer's Pod
-	// starting does not wake it.
-	turnPoll = 250 * time.Millisecond
-	// turnWait bounds the wait: a peer whose Pod cannot start does not
-	// hold the members after it for longer.
-	turnWait = 15 * time.Second
-)
-
-// turns remembers since when each member waits for its turn.
-type turns struct {
-	mu    sync.Mutex
-	since map[types.UID]time.Time
-}
-
-// waited records that m waits now, and returns for how long it has.
-func (t *turns) waited(m *etcdv1.EtcdMember, now time.Time) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.since == nil {
-		t.since = map[types.UID]time.Time{}
-	}
-	first, ok := t.since[m.UID]
-	if !ok {
-		t.since[m.UID] = now
-		return 0
-	}
-	return now.Sub(first)
-}
-
-func (t *turns) done(m *etcdv1.EtcdMember) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.since, m.UID)
-}
-
-// waitForTurn names the member whose Pod m's next Pod waits for, "" when
-// it may start now.
-func (r *Reconciler) waitForTurn(ctx context.Context, m *etcdv1.EtcdMember) (string, error) {
-	after, err := r.memberBefore(ctx, m)
-	if err != nil || after == "" {
-		r.turns.done(m)
-		return "", err
-	}
-	if waited := r.turns.waited(m, time.Now()); waited >= turnWait {
-		ctrl.LoggerFrom(ctx).Info("Starting without waiting any longer for the member before", "member", after, "waited", waited.Round(time.Millisecond))
-		r.turns.done(m)
-		return "", nil
-	}
-	return after, nil
-}
-
-// memberBefore is the first member before m, in name order, whose Pod
-// does not run yet, while no member of m's cluster is Ready; "" otherwise.
-// Members being deleted, fenced, or that never ran do not count.
-func (r *Reconciler) memberBefore(ctx context.Context, m *etcdv1.EtcdMember) (string, error) {
+// peersBefore are the peer URLs of the members named before m, while no
+// member of m's cluster is Ready (a resume from suspend, every Pod lost at
+// once): m's etcd starts once each of them serves its peers (the agent's
+// gate, resources.StartsAfter). etcd's initial corruption check asks every
+// peer for its data's hash before the member serves: a peer that is not
+// listening answers at once (connection refused), but one that listens and
+// is in its own check answers nothing until the request's 7 s timeout, and
+// the raft streams take as long again. Members that started together
+// waited on each other that way (a 3-member cluster took 10 to 17 s to
+// resume); started in name order, each finds its peers serving or not
+// listening. The Pods are all made at once: only etcd's start waits. With
+// a Ready member, or for a member's first Pod, none. Members being
+// deleted, fenced, or that never ran do not count.
+func (r *Reconciler) peersBefore(ctx context.Context, m *etcdv1.EtcdMember) ([]string, error) {
 	members := &etcdv1.EtcdMemberList{}
 	if err := r.List(ctx, members, kube.OfCluster(m.Namespace, m.Spec.ClusterName)...); err != nil {
-		return "", fmt.Errorf("list the members of cluster %s: %w", m.Spec.ClusterName, err)
+		return nil, fmt.Errorf("list the members of cluster %s: %w", m.Spec.ClusterName, err)
 	}
+	slices.SortFunc(members.Items, func(a, b etcdv1.EtcdMember) int { return strings.Compare(a.Name, b.Name) })
 	var before []string
 	for _, o := range members.Items {
 		if kube.IsTrue(o.Status.Conditions, etcdv1.ConditionReady, o.Generation) {
-			return "", nil
+			return nil, nil
 		}
 		if o.Name < m.Name && o.DeletionTimestamp.IsZero() && !o.Spec.Fenced && o.Status.PodName != "" {
-			before = append(before, o.Name)
+			before = append(before, o.Spec.PeerURL)
 		}
 	}
-	slices.Sort(before)
-	for _, name := range before {
-		p := &corev1.Pod{}
-		switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, p); {
-		case apierrors.IsNotFound(err):
-			return name, nil
-		case err != nil:
-			return "", fmt.Errorf("get pod %s: %w", name, err)
-		case p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodRunning:
-			return name, nil
-		}
-	}
-	return "", nil
+	return before, nil
 }

@@ -35,8 +35,6 @@ func setReadyCondition(s *scope) {
 		set(false, etcdv1.ReasonWaitingForRegistration, fmt.Sprintf("Pod %s is prepared: its etcd starts once the cluster controller has added the member to etcd", s.pod.Name))
 	case !s.registered:
 		set(false, etcdv1.ReasonWaitingForRegistration, "Waiting for the cluster controller to register the member in etcd before starting its Pod")
-	case s.waitingForPeer != "" && s.pod == nil:
-		set(false, etcdv1.ReasonWaitingForPeers, fmt.Sprintf("No member of the cluster is Ready: the members start one after the other, and this one starts once the Pod of %s runs (etcd's startup corruption check waits on peers that start at the same time)", s.waitingForPeer))
 	case s.waitingForTLS:
 		set(false, etcdv1.ReasonWaitingForTLS, "The first Pod waits for the cluster's TLSReady condition: its certificates are not ready")
 	case s.podRefused != "":

@@ -63,8 +63,11 @@ func join(ctx context.Context, args []string, _ *Result) error {
 type joinConfig struct {
 	name, peerURL, dataDir string
 	peers                  []string
-	cert, key, caFile      string
-	interval, timeout      time.Duration
+	// after are the peer URLs of members that start before this one, when
+	// it has data (a resume: waitForPeers).
+	after             []string
+	cert, key, caFile string
+	interval, timeout time.Duration
 	// turnWait bounds how long a listed joiner waits for one named before
 	// it to start; probeTimeout how long that one has to answer.
 	turnWait, probeTimeout time.Duration
@@ -77,7 +80,8 @@ type joinConfig struct {
 func parseJoin(args []string) (*joinConfig, error) {
 	f := flag.NewFlagSet("join", flag.ContinueOnError)
 	c := &joinConfig{out: os.Stderr, logEvery: 10 * time.Second, turnWait: 10 * time.Second, probeTimeout: 500 * time.Millisecond}
-	var peers string
+	var peers, after string
+	f.StringVar(&after, "after", "", "comma-separated peer URLs of members that start first: a member with data starts once each serves its peers (at most --turn-wait)")
 	f.StringVar(&c.name, "name", "", "the member's name")
 	f.StringVar(&c.peerURL, "peer-url", "", "the member's peer URL, as etcd lists it")
 	f.StringVar(&c.dataDir, "data-dir", "", "etcd's data directory: a member with data starts at once")
@@ -91,6 +95,11 @@ func parseJoin(args []string) (*joinConfig, error) {
 		return nil, err
 	}
 	c.etcd = f.Args()
+	for p := range strings.SplitSeq(after, ",") {
+		if p = strings.TrimSpace(p); p != "" && p != c.peerURL {
+			c.after = append(c.after, p)
+		}
+	}
 	if c.name == "" || c.peerURL == "" || c.dataDir == "" || len(c.etcd) == 0 {
 		return nil, errors.New("--name, --peer-url, --data-dir and the etcd command after -- are required")
 	}
@@ -114,6 +123,7 @@ func (c *joinConfig) gate(ctx context.Context) ([]string, error) {
 	if ok, err := nonEmpty(filepath.Join(c.dataDir, "member")); err != nil {
 		return nil, err
 	} else if ok {
+		c.waitForPeers(ctx)
 		fmt.Fprintf(c.out, "member %s has data: etcd starts with it\n", c.name)
 		return c.etcd, nil
 	}
@@ -172,6 +182,40 @@ func (c *joinConfig) gate(ctx context.Context) ([]string, error) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// waitForPeers waits, at most turnWait in all, until each member of after
+// serves its peers. The member controller names them when every member of
+// the cluster starts again at once (a resume from suspend, every Pod lost):
+// etcd's initial corruption check asks every peer for its data's hash
+// before the member serves its own peers, and a peer that starts at the
+// same moment listens and answers nothing until its own check is over, at
+// the request's 7 s timeout. In name order, each member finds every peer
+// serving or not listening, and passes at once.
+func (c *joinConfig) waitForPeers(ctx context.Context) {
+	if len(c.after) == 0 {
+		return
+	}
+	hc, err := c.httpClient()
+	if err != nil {
+		fmt.Fprintf(c.out, "member %s starts without waiting for its peers: %v\n", c.name, err)
+		return
+	}
+	defer hc.CloseIdleConnections()
+	start := time.Now()
+	for _, p := range c.after {
+		for !servesPeers(ctx, hc, p, c.probeTimeout) {
+			if time.Since(start) >= c.turnWait || ctx.Err() != nil {
+				fmt.Fprintf(c.out, "member %s starts without waiting any longer for %s (%s)\n", c.name, p, time.Since(start).Round(time.Millisecond))
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	fmt.Fprintf(c.out, "member %s: the members before it serve their peers (%s)\n", c.name, time.Since(start).Round(time.Millisecond))
 }
 
 // joinerBefore names a member added and not started yet, named before

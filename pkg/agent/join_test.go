@@ -308,3 +308,43 @@ func TestJoinerBefore(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitForPeers: a member with data starts once each member named to
+// start first serves its peers, or once the wait's bound is over.
+func TestWaitForPeers(t *testing.T) {
+	var up atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			<-r.Context().Done() // listens, answers nothing: in its own start
+			return
+		}
+		_, _ = io.WriteString(w, `{"etcdserver":"3.6.16"}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "member", "wal"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(wait time.Duration) *joinConfig {
+		return &joinConfig{name: "m", peerURL: "http://m:2380", dataDir: dir, after: []string{srv.URL},
+			turnWait: wait, probeTimeout: 100 * time.Millisecond, out: io.Discard, etcd: []string{"etcd"}}
+	}
+	t.Run("the peer before serves: starts", func(t *testing.T) {
+		go func() { time.Sleep(300 * time.Millisecond); up.Store(true) }()
+		defer up.Store(false)
+		start := time.Now()
+		args, err := cfg(time.Minute).gate(t.Context())
+		if err != nil || !slices.Equal(args, []string{"etcd"}) {
+			t.Fatalf("gate = %q, %v", args, err)
+		}
+		if !up.Load() {
+			t.Errorf("started after %s, before the peer served", time.Since(start))
+		}
+	})
+	t.Run("the peer never serves: starts after the bound", func(t *testing.T) {
+		args, err := cfg(300 * time.Millisecond).gate(t.Context())
+		if err != nil || !slices.Equal(args, []string{"etcd"}) {
+			t.Fatalf("gate = %q, %v", args, err)
+		}
+	})
+}

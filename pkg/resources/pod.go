@@ -271,12 +271,8 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
 	}
 	if JoinsGated(m, firstPod) {
-		// The check-data init container copies the agent next to etcd,
-		// and the agent starts etcd once etcd lists the member.
-		etcd := &pod.Spec.Containers[0]
-		etcd.Command = []string{toolsMount + "/raftsman"}
-		etcd.Args = append(joinArgs(m), append([]string{"--", "/usr/local/bin/etcd"}, etcd.Args...)...)
-		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsMount, ReadOnly: true})
+		// The agent starts etcd once etcd lists the member.
+		useGate(pod, m)
 		// While the gate waits nothing listens: without a startup probe
 		// the liveness probe would kill a joiner that waits its turn for
 		// two minutes, and the kubelet's back-off would then delay its
@@ -285,9 +281,52 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 		// asked every second, so readiness is checked at most a second
 		// after etcd starts. A joiner is never ready before it is
 		// promoted anyway (etcd's readyz refuses learners).
-		etcd.StartupProbe = probe("/livez", 1, joinWaitSeconds)
+		pod.Spec.Containers[0].StartupProbe = probe("/livez", 1, joinWaitSeconds)
 	}
 	return pod
+}
+
+// useGate makes the agent's join gate start etcd in the Pod: the one init
+// step (check-data) also copies the agent next to etcd, and the etcd
+// container runs the agent, which execs etcd. No-op without the agent
+// image, or when the Pod has the gate already.
+func useGate(pod *corev1.Pod, m *etcdv1.EtcdMember) {
+	etcd := &pod.Spec.Containers[0]
+	if m.Spec.AgentImage == "" || etcd.Command[0] == gateBinary {
+		return
+	}
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == CheckDataContainer {
+			c.Args = append(c.Args, "--install-to="+gateBinary)
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsMount})
+		}
+	}
+	// A restored member's Pods have the volume already (its restore
+	// init containers copy the agent there too).
+	if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == toolsVolume }) {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: toolsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	etcd.Command = []string{gateBinary}
+	etcd.Args = append(joinArgs(m), append([]string{"--", "/usr/local/bin/etcd"}, etcd.Args...)...)
+	etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsMount, ReadOnly: true})
+}
+
+// gateBinary is where the check-data init container copies the agent.
+const gateBinary = toolsMount + "/raftsman"
+
+// StartsAfter makes the Pod of a member that has run start etcd only once
+// each member at peers serves its peers, at most 10 s (pkg/agent, join
+// --after). The member controller uses it when every member of a cluster
+// starts again at once: see the agent for why. A Pod without the agent
+// image is left as it is.
+func StartsAfter(pod *corev1.Pod, m *etcdv1.EtcdMember, peers []string) {
+	if len(peers) == 0 || m.Spec.AgentImage == "" {
+		return
+	}
+	useGate(pod, m)
+	etcd := &pod.Spec.Containers[0]
+	i := slices.Index(etcd.Args, "--")
+	etcd.Args = slices.Insert(etcd.Args, i, "--after="+strings.Join(peers, ","))
 }
 
 // joinWaitSeconds is how long a prepared joiner waits to be added before
@@ -350,12 +389,6 @@ func checkDataContainer(m *etcdv1.EtcdMember, firstPod bool) (corev1.Container, 
 	args := []string{"agent", "check-data", "--data-dir=" + dataDir, "--marker=" + marker, "--member=" + m.Name, "--uid=" + string(m.UID)}
 	if firstPod {
 		args = append(args, "--first-pod")
-	}
-	if JoinsGated(m, firstPod) {
-		// One init step: the same container puts the join gate in place.
-		args = append(args, "--install-to="+toolsMount+"/raftsman")
-		mounts = append(mounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsMount})
-		vols = append(vols, corev1.Volume{Name: toolsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
 	return corev1.Container{
 		Name:                     CheckDataContainer,

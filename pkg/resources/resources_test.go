@@ -515,3 +515,68 @@ func TestJoinerPodIsGated(t *testing.T) {
 		})
 	}
 }
+
+// TestStartsAfter: a Pod of a member that ran starts etcd behind the gate
+// with the peers to wait for; a joiner's gated Pod gets them added; a Pod
+// without the agent image, or no peers, is left as it is; a restored
+// member keeps one tools volume.
+func TestStartsAfter(t *testing.T) {
+	t.Parallel()
+	peers := []string{"https://demo-a.demo-peer.ns.svc.cluster.local:2380"}
+	tests := []struct {
+		name     string
+		mutate   func(*etcdv1.EtcdMember)
+		firstPod bool
+		peers    []string
+		gated    bool
+	}{
+		{"a member that ran", func(*etcdv1.EtcdMember) {}, false, peers, true},
+		{"no peers", func(*etcdv1.EtcdMember) {}, false, nil, false},
+		{"no agent image", func(m *etcdv1.EtcdMember) { m.Spec.AgentImage = "" }, false, peers, false},
+		{"a joiner's gated Pod", func(m *etcdv1.EtcdMember) { m.Spec.InitialClusterState = etcdv1.InitialClusterStateExisting }, true, peers, true},
+		{"a restored member", func(m *etcdv1.EtcdMember) {
+			m.Spec.Restore = &etcdv1.MemberRestore{Key: "k", SHA256: "s", AgentImage: "raftsman:dev"}
+		}, false, peers, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := member(etcdv1.InitialClusterStateNew, etcdv1.EtcdOptions{}, etcdv1.StorageSpec{})
+			m.Spec.AgentImage = "raftsman:dev"
+			tt.mutate(m)
+			p := MemberPod(m, tt.firstPod)
+			StartsAfter(p, m, tt.peers)
+			etcd := p.Spec.Containers[0]
+			if !tt.gated {
+				if etcd.Command[0] != "/usr/local/bin/etcd" {
+					t.Errorf("command %q, want etcd itself", etcd.Command)
+				}
+				return
+			}
+			sep := slices.Index(etcd.Args, "--")
+			if etcd.Command[0] != "/raftsman-tools/raftsman" || sep < 0 || !slices.Contains(etcd.Args[:sep], "--after="+peers[0]) {
+				t.Errorf("command %q args %q: want the gate with --after before --", etcd.Command, etcd.Args)
+			}
+			if !slices.Equal(etcd.Args[sep+2:], EtcdArgs(m, tt.firstPod)) {
+				t.Errorf("etcd's flags behind the gate differ from EtcdArgs")
+			}
+			n := 0
+			for _, v := range p.Spec.Volumes {
+				if v.Name == "raftsman-tools" {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d tools volumes, want 1", n)
+			}
+			installs := 0
+			for _, c := range p.Spec.InitContainers {
+				if slices.Contains(c.Args, "--install-to=/raftsman-tools/raftsman") {
+					installs++
+				}
+			}
+			if installs != 1 {
+				t.Errorf("%d init containers install the gate, want 1", installs)
+			}
+		})
+	}
+}
