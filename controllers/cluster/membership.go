@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/failpoint"
-	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
 
@@ -184,7 +182,7 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 	if !s.formed {
 		return ctrl.Result{}, nil
 	}
-	slots, why := r.learnerSlots(s)
+	slots, why := s.learnerSlots()
 	learners := 0
 	for _, em := range s.etcdList {
 		if em.IsLearner {
@@ -237,45 +235,12 @@ func (r *Reconciler) addLearners(ctx context.Context, s *scope) (ctrl.Result, er
 		em.PeerURLs = []string{m.Spec.PeerURL}
 		s.etcdList = append(s.etcdList, em)
 		learners++
+		// The new learner checks the next adds too, with its own limit.
+		slots = min(slots, max(1, int(m.Spec.MaxLearners)))
 		m.Status.MemberID, m.Status.Role = etcd.FormatID(em.ID), etcdv1.RoleLearner
 		r.Recorder.Eventf(s.cluster, m, corev1.EventTypeNormal, "MemberAdded", "MemberAddAsLearner", "Added member %s (%s) as a learner", m.Name, etcd.FormatID(em.ID))
 	}
 	return ctrl.Result{}, nil
-}
-
-// learnerSlots is how many learners etcd holds at once, and why: the
-// --max-learners every member in etcd runs with, when every member to be
-// added is a prepared joiner (one that takes the member list as it
-// starts). etcd checks it on each
-// member as it applies a membership change, so a second learner is added
-// only when every member runs with room for it: each voter is Ready for
-// its generation (its Pod runs its current spec) with that value, and each
-// learner was made with it. Otherwise, and on etcd 3.5, one.
-func (r *Reconciler) learnerSlots(s *scope) (int, string) {
-	for _, m := range s.active() {
-		if em, ok := s.inEtcd(m); m.Spec.InitialClusterState == etcdv1.InitialClusterStateExisting && (!ok || em.IsLearner) && !resources.JoinsGated(m, true) {
-			// Its --initial-cluster is fixed before its add: it must be the
-			// member list of then, with no other learner coming after it.
-			return 1, fmt.Sprintf("member %s joins with the member list of its spec, not behind the join gate", m.Name)
-		}
-	}
-	slots := int32(math.MaxInt32)
-	for _, em := range s.etcdList {
-		m := s.memberByID(em.ID)
-		switch {
-		case m == nil:
-			return 1, "a member in etcd has no EtcdMember"
-		case m.Spec.MaxLearners <= 1:
-			return 1, fmt.Sprintf("member %s runs with etcd's default --max-learners", m.Name)
-		case !em.IsLearner && !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation):
-			return 1, fmt.Sprintf("member %s may not run its current spec yet", m.Name)
-		}
-		slots = min(slots, m.Spec.MaxLearners)
-	}
-	if slots == math.MaxInt32 {
-		return 1, "no member in etcd"
-	}
-	return int(slots), "--max-learners of every member"
 }
 
 // learnerFailingFor is how long a learner that never started may keep

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -541,4 +542,39 @@ func (v *view) replacementStep() string {
 	}
 	_, current := v.nextToReplace()
 	return fmt.Sprintf("Replacing member %s (%d of %d) with %s", o.Name, current, resources.Replicas(v.cluster), n.Name)
+}
+
+// learnerSlots is how many learners etcd holds at once, and why: the
+// --max-learners every member in etcd runs with, when every member to be
+// added is a prepared joiner (one that takes the member list as it
+// starts). etcd checks it on each
+// member as it applies a membership change, so a second learner is added
+// only when every member runs with room for it: each voter is Ready for
+// its generation (its Pod runs its current spec) with that value, and each
+// learner was made with it. Otherwise, and on etcd 3.5, one.
+func (v *view) learnerSlots() (int, string) {
+	for _, m := range v.active() {
+		if em, ok := v.inEtcd(m); m.Spec.InitialClusterState == etcdv1.InitialClusterStateExisting && (!ok || em.IsLearner) && !resources.JoinsGated(m, true) {
+			// Its --initial-cluster is fixed before its add: it must be the
+			// member list of then, with no other learner coming after it.
+			return 1, fmt.Sprintf("member %s joins with the member list of its spec, not behind the join gate", m.Name)
+		}
+	}
+	slots := int32(math.MaxInt32)
+	for _, em := range v.etcdList {
+		m := v.memberByID(em.ID)
+		switch {
+		case m == nil:
+			return 1, "a member in etcd has no EtcdMember"
+		case m.Spec.MaxLearners <= 1:
+			return 1, fmt.Sprintf("member %s runs with etcd's default --max-learners", m.Name)
+		case !em.IsLearner && !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation):
+			return 1, fmt.Sprintf("member %s may not run its current spec yet", m.Name)
+		}
+		slots = min(slots, m.Spec.MaxLearners)
+	}
+	if slots == math.MaxInt32 {
+		return 1, "no member in etcd"
+	}
+	return int(slots), "--max-learners of every member"
 }

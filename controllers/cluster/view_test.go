@@ -299,3 +299,51 @@ func TestViewDatabaseTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnerSlots: more than one learner only while every member in etcd
+// runs with room for it: voters Ready for their generation with
+// --max-learners, learners made with it, and every member to add a
+// prepared joiner; the smallest value counts.
+func TestLearnerSlots(t *testing.T) {
+	t.Parallel()
+	ready := func(m *etcdv1.EtcdMember) {
+		m.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1.ReasonPodReady, ObservedGeneration: 1}}
+	}
+	tests := []struct {
+		name    string
+		members []viewMember
+		setup   func(v *view)
+		want    int
+		why     string
+	}{
+		{name: "every voter Ready with 4, a joiner to add", members: []viewMember{healthyVoter, healthyVoter, {}}, want: 4},
+		{name: "the smallest value counts", members: []viewMember{healthyVoter, healthyVoter, {}},
+			setup: func(v *view) { v.members[1].Spec.MaxLearners = 2 }, want: 2},
+		{name: "a voter without the flag", members: []viewMember{healthyVoter, healthyVoter, {}},
+			setup: func(v *view) { v.members[0].Spec.MaxLearners = 0 }, want: 1, why: "default --max-learners"},
+		{name: "a voter not Ready for its generation", members: []viewMember{healthyVoter, healthyVoter, {}},
+			setup: func(v *view) { v.members[0].Status.Conditions = nil }, want: 1, why: "may not run its current spec"},
+		{name: "a learner counts with its own spec", members: []viewMember{healthyVoter, {inEtcd: true, learner: true}, {}},
+			setup: func(v *view) { v.members[1].Spec.MaxLearners = 3; v.members[1].Status.Conditions = nil }, want: 3},
+		{name: "a member to add without the gate", members: []viewMember{healthyVoter, healthyVoter, {}},
+			setup: func(v *view) { v.members[2].Spec.AgentImage = "" }, want: 1, why: "not behind the join gate"},
+		{name: "a member in etcd without an EtcdMember", members: []viewMember{healthyVoter, {}},
+			setup: func(v *view) { v.etcdList = append(v.etcdList, etcd.Member{ID: 99, PeerURLs: []string{"stranger"}}) }, want: 1, why: "no EtcdMember"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newView(tt.members...)
+			for _, m := range v.members {
+				m.Spec.MaxLearners, m.Spec.AgentImage = 4, "raftsman:test"
+				ready(m)
+			}
+			if tt.setup != nil {
+				tt.setup(v)
+			}
+			got, why := v.learnerSlots()
+			if got != tt.want || (tt.why != "" && !strings.Contains(why, tt.why)) {
+				t.Errorf("learnerSlots = %d (%s), want %d (%s)", got, why, tt.want, tt.why)
+			}
+		})
+	}
+}

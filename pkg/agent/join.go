@@ -65,7 +65,9 @@ type joinConfig struct {
 	peers                  []string
 	// after are the peer URLs of members that start before this one, when
 	// it has data (a resume: waitForPeers).
-	after             []string
+	after []string
+	// restart: a Pod that is not a joiner's first; it never joins.
+	restart           bool
 	cert, key, caFile string
 	interval, timeout time.Duration
 	// turnWait bounds how long a listed joiner waits for one named before
@@ -81,7 +83,8 @@ func parseJoin(args []string) (*joinConfig, error) {
 	f := flag.NewFlagSet("join", flag.ContinueOnError)
 	c := &joinConfig{out: os.Stderr, logEvery: 10 * time.Second, turnWait: 10 * time.Second, probeTimeout: 500 * time.Millisecond}
 	var peers, after string
-	f.StringVar(&after, "after", "", "comma-separated peer URLs of members that start first: a member with data starts once each serves its peers (at most --turn-wait)")
+	f.StringVar(&after, "after", "", "not a joiner's first start: comma-separated peer URLs of members that start first; etcd starts once each serves its peers (10 s at most)")
+	f.BoolVar(&c.restart, "restart", false, "not a joiner's first start: etcd starts on its data directory, with the command line as given")
 	f.StringVar(&c.name, "name", "", "the member's name")
 	f.StringVar(&c.peerURL, "peer-url", "", "the member's peer URL, as etcd lists it")
 	f.StringVar(&c.dataDir, "data-dir", "", "etcd's data directory: a member with data starts at once")
@@ -118,13 +121,22 @@ type peerMember struct {
 	IsLearner bool     `json:"isLearner"`
 }
 
-// gate returns etcd's command line once etcd lists the member.
+// gate returns etcd's command line once etcd lists the member. A member
+// whose etcd has a WAL joined already: etcd starts with its own log. So
+// does every Pod that is not a joiner's first (it has --after, possibly
+// empty of peers): etcd decides from its data, and check-data has refused
+// the Pod of a member that ran and lost it. Only a WAL counts: a join that
+// fails at bootstrap (a list that changed meanwhile, a peer not answering)
+// leaves a database file behind and no WAL, and its restart must ask for
+// the member list again.
 func (c *joinConfig) gate(ctx context.Context) ([]string, error) {
-	if ok, err := nonEmpty(filepath.Join(c.dataDir, "member")); err != nil {
+	hasWAL, err := nonEmpty(filepath.Join(c.dataDir, "member", "wal"))
+	if err != nil {
 		return nil, err
-	} else if ok {
+	}
+	if hasWAL || c.restart {
 		c.waitForPeers(ctx)
-		fmt.Fprintf(c.out, "member %s has data: etcd starts with it\n", c.name)
+		fmt.Fprintf(c.out, "member %s starts etcd on its data directory\n", c.name)
 		return c.etcd, nil
 	}
 	fmt.Fprintf(c.out, "member %s waits until etcd lists %s (asking %s)\n", c.name, c.peerURL, strings.Join(c.peers, ", "))

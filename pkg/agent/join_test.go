@@ -171,11 +171,31 @@ func TestGateWaitsUntilListed(t *testing.T) {
 			t.Errorf("args %q, want %q", args, want)
 		}
 	})
-	t.Run("data: starts at once", func(t *testing.T) {
+	t.Run("a failed first start left a database, no WAL: asks again", func(t *testing.T) {
 		dir := t.TempDir()
-		if err := os.MkdirAll(filepath.Join(dir, "member", "wal"), 0o700); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, "member", "snap"), 0o700); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(dir, "member", "snap", "db"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		if args, err := cfg(dir).gate(ctx); err == nil {
+			t.Fatalf("gate returned %q while etcd does not list the member", args)
+		}
+	})
+	t.Run("not a joiner's first start: etcd starts as it is", func(t *testing.T) {
+		c := cfg(t.TempDir())
+		c.restart = true
+		args, err := c.gate(t.Context())
+		if err != nil || !slices.Equal(args, c.etcd) {
+			t.Fatalf("gate = %q, %v; want the command unchanged", args, err)
+		}
+	})
+	t.Run("data: starts at once", func(t *testing.T) {
+		dir := t.TempDir()
+		writeWAL(t, dir)
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		args, err := cfg(dir).gate(ctx)
@@ -322,9 +342,7 @@ func TestWaitForPeers(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "member", "wal"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	writeWAL(t, dir)
 	cfg := func(wait time.Duration) *joinConfig {
 		return &joinConfig{name: "m", peerURL: "http://m:2380", dataDir: dir, after: []string{srv.URL},
 			turnWait: wait, probeTimeout: 100 * time.Millisecond, out: io.Discard, etcd: []string{"etcd"}}
@@ -347,4 +365,17 @@ func TestWaitForPeers(t *testing.T) {
 			t.Fatalf("gate = %q, %v", args, err)
 		}
 	})
+}
+
+// writeWAL leaves a WAL file in the data directory dir, as a member that
+// joined has.
+func writeWAL(t *testing.T, dir string) {
+	t.Helper()
+	wal := filepath.Join(dir, "member", "wal")
+	if err := os.MkdirAll(wal, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

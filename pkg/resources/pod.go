@@ -326,13 +326,15 @@ func StartsAfter(pod *corev1.Pod, m *etcdv1.EtcdMember, peers []string) {
 	useGate(pod, m)
 	etcd := &pod.Spec.Containers[0]
 	i := slices.Index(etcd.Args, "--")
-	etcd.Args = slices.Insert(etcd.Args, i, "--after="+strings.Join(peers, ","))
+	etcd.Args = slices.Insert(etcd.Args, i, "--restart", "--after="+strings.Join(peers, ","))
 }
 
 // joinWaitSeconds is how long a prepared joiner waits to be added before
-// the kubelet restarts its etcd container: long enough for a scale by the
-// largest step, one learner at a time, on a cluster that is slow to settle.
-const joinWaitSeconds = 3600
+// the kubelet restarts its etcd container (the gate then waits again):
+// long enough for a scale by the largest step, one learner at a time. The
+// startup probe stays with the Pod, so it is also how long an etcd of this
+// Pod that hangs after a later restart goes on before the kubelet kills it.
+const joinWaitSeconds = 600
 
 // JoinsGated says whether the Pod of a member is a prepared joiner's: the
 // first Pod of a member that joins a running cluster, made before etcd
