@@ -119,9 +119,13 @@ func testNamedMemberWithoutQuorum(t *testing.T, c client.Client) {
 	if args := agentContainer(t, pod).Args; !slices.Contains(args, "--endpoint="+m1.Spec.ClientURL) {
 		t.Errorf("agent args %q do not name member m1's client URL %s", args, m1.Spec.ClientURL)
 	}
-	if got := getBackup(t, c, named); got.Status.Member != "m1" {
-		t.Errorf("status.member = %q, want m1", got.Status.Member)
-	}
+	// The Pod is made before the pass's status write lands.
+	eventually(t, "status.member m1", func() error {
+		if got := getBackup(t, c, named); got.Status.Member != "m1" {
+			return fmt.Errorf("status.member = %q, want m1", got.Status.Member)
+		}
+		return nil
+	})
 	waitBackupCondition(t, c, plain, etcdv1.ConditionComplete, metav1.ConditionFalse, etcdv1.ReasonPending, "Available")
 	if err := c.Get(t.Context(), key(ns, plain.Name+"-snapshot"), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the backup of no named member started a Pod without quorum: %v", err)
