@@ -147,6 +147,13 @@ func startWriter(ctx context.Context, cli *clientv3.Client, prefix string) *writ
 	return w
 }
 
+// ackedSoFar is how many writes etcd has acknowledged so far.
+func (w *writer) ackedSoFar() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
 func (w *writer) stop() ([]string, int) {
 	w.cancel()
 	<-w.done

@@ -40,7 +40,11 @@ func TestTenantWhoseEtcdHangs(t *testing.T) {
 			waitConverged(ctx, t, k, busyKey, 1, 3*time.Minute)
 			hungCli := etcdClient(ctx, t, k, hungKey)
 			before := startWriter(ctx, hungCli, "hung/")
-			time.Sleep(time.Second)
+			// Some writes acknowledged before the hang, however busy the
+			// machine is (one second gave none in one run).
+			waitFor(ctx, t, time.Minute, "writes acknowledged by the cluster that will hang", func() (bool, error) {
+				return before.ackedSoFar() >= 20, nil
+			})
 			hungAcked, _ := before.stop()
 
 			members := membersOf(ctx, t, k, hungKey)
