@@ -653,7 +653,11 @@ func testPodRejected(t *testing.T, c client.Client) {
 	setResources := func(r corev1.ResourceRequirements) {
 		t.Helper()
 		var gen int64
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		// The member controller writes the status too: on a busy machine
+		// more than the default five tries may meet its writes.
+		backoff := retry.DefaultRetry
+		backoff.Steps = 50
+		err := retry.RetryOnConflict(backoff, func() error {
 			got := getMember(t, c, m)
 			got.Spec.Resources = r
 			err := c.Update(t.Context(), got)
