@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -209,7 +210,7 @@ func testDrained(t *testing.T, c client.Client) {
 	}
 	for _, drained := range []bool{true, false} {
 		var cur *etcdv1.EtcdMember
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := retry.RetryOnConflict(busyRetry, func() error {
 			cur = getMember(t, c, m)
 			cur.Spec.Drained = drained
 			return c.Update(t.Context(), cur)
@@ -372,7 +373,7 @@ func testFenced(t *testing.T, c client.Client) {
 	first := waitPod(t, c, m, "")
 	setFenced := func(on bool) {
 		t.Helper()
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := retry.RetryOnConflict(busyRetry, func() error {
 			cur := getMember(t, c, m)
 			patch := client.MergeFrom(cur.DeepCopy())
 			cur.Spec.Fenced = on
@@ -515,6 +516,14 @@ func testMemoryMedium(t *testing.T, c client.Client) {
 	})
 }
 
+// busyRetry retries a test's write that meets the member controller's own
+// status writes: on a busy machine the default five tries ran out.
+var busyRetry = func() wait.Backoff {
+	b := retry.DefaultRetry
+	b.Steps = 50
+	return b
+}()
+
 func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
 // newMember creates an EtcdMember as the cluster controller would for a
@@ -561,11 +570,7 @@ func getMember(t *testing.T, c client.Client, m *etcdv1.EtcdMember) *etcdv1.Etcd
 // resourceVersion, retried when the member controller wrote in between.
 func setRegistered(t *testing.T, c client.Client, m *etcdv1.EtcdMember, generation int64) {
 	t.Helper()
-	// The member controller writes the status too: on a busy machine, more
-	// than the default five tries may meet its writes.
-	backoff := retry.DefaultRetry
-	backoff.Steps = 50
-	err := retry.RetryOnConflict(backoff, func() error {
+	err := retry.RetryOnConflict(busyRetry, func() error {
 		got := &etcdv1.EtcdMember{}
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(m), got); err != nil {
 			return err
@@ -653,11 +658,7 @@ func testPodRejected(t *testing.T, c client.Client) {
 	setResources := func(r corev1.ResourceRequirements) {
 		t.Helper()
 		var gen int64
-		// The member controller writes the status too: on a busy machine
-		// more than the default five tries may meet its writes.
-		backoff := retry.DefaultRetry
-		backoff.Steps = 50
-		err := retry.RetryOnConflict(backoff, func() error {
+		err := retry.RetryOnConflict(busyRetry, func() error {
 			got := getMember(t, c, m)
 			got.Spec.Resources = r
 			err := c.Update(t.Context(), got)
