@@ -547,11 +547,11 @@ func (v *view) replacementStep() string {
 // learnerSlots is how many learners etcd holds at once, and why: the
 // --max-learners every member in etcd runs with, when every member to be
 // added is a prepared joiner (one that takes the member list as it
-// starts). etcd checks it on each
-// member as it applies a membership change, so a second learner is added
-// only when every member runs with room for it: each voter is Ready for
-// its generation (its Pod runs its current spec) with that value, and each
-// learner was made with it. Otherwise, and on etcd 3.5, one.
+// starts). etcd checks it on each member as it applies a membership
+// change, so a second learner is added only when every member runs with
+// room for it: each voter is Ready for its generation (its Pod runs its
+// current spec) with that value, and each learner was made with it.
+// Otherwise, and on etcd 3.5, one.
 func (v *view) learnerSlots() (int, string) {
 	for _, m := range v.active() {
 		if em, ok := v.inEtcd(m); m.Spec.InitialClusterState == etcdv1.InitialClusterStateExisting && (!ok || em.IsLearner) && !resources.JoinsGated(m, true) {

@@ -26,13 +26,15 @@ import (
 // other members, and etcd starts only once etcd lists the member.
 //
 //	raftsman agent join --name N --peer-url U --data-dir D --peers P1,P2 \
-//	    [--cert F --key F --cacert F] -- /usr/local/bin/etcd ARGS...
+//	    [--cert F --key F --cacert F] [--restart --after A1,A2] -- /usr/local/bin/etcd ARGS...
 //
 // It asks the peers for etcd's member list (GET /members on the peer port,
 // what etcd itself asks when a member joins; with the member's own peer
 // certificate) until the list holds the member's peer URL, then replaces
-// --initial-cluster in ARGS with that list and execs etcd. etcd checks that
-// a joining member's --initial-cluster is the cluster's member list ("member
+// --initial-cluster in ARGS with that list and execs etcd, after any other
+// joiner named before it has started (joinerBefore) and without etcd's
+// initial corruption check (withoutInitialCorruptCheck). etcd checks that a
+// joining member's --initial-cluster is the cluster's member list ("member
 // count is unequal" otherwise); a list taken at the moment of the start is
 // right whatever changed since the member was made, and a start that races
 // another change fails, is restarted by the kubelet, and asks again.
@@ -40,8 +42,9 @@ import (
 // Safety: etcd never starts for a member etcd does not list, so a joiner
 // that was never added (a scale that went back, an operator that died
 // before the add) never runs and never takes part in any vote. A member
-// that has a data directory already joined: etcd starts at once and reads
-// its membership from its own log.
+// whose etcd has a WAL already joined, and a Pod that is not a joiner's
+// first (--restart) never joins: etcd starts with ARGS as they are, once
+// the members of --after serve their peers (waitForPeers).
 func join(ctx context.Context, args []string, _ *Result) error {
 	cfg, err := parseJoin(args)
 	if err != nil {
