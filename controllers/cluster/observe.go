@@ -43,6 +43,9 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	for _, m := range s.active() {
 		req.members[m.Name] = m.Spec.ClientURL
 	}
+	if r.Options.CalmHealthInterval > r.Options.HealthInterval {
+		req.only, req.carried, _ = r.polls.lightLook(&s.view, time.Now(), lightLookMaxAge(len(s.active()), r.Options.CalmHealthInterval))
+	}
 	o, ok := r.Observer.observe(ctx, s.cluster, req)
 	if !ok {
 		s.observing = true
@@ -50,6 +53,13 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	r.takeObservation(ctx, s, o)
 	return ctrl.Result{}, nil
+}
+
+// lightLookMaxAge is how old the last answer of a member may be for a light
+// look to carry it over: a calm cluster of n members asks each in turn
+// every n polls, CalmHealthInterval apart; one more poll of slack.
+func lightLookMaxAge(n int, calm time.Duration) time.Duration {
+	return time.Duration(n+1) * calm
 }
 
 // observeWaitRetry is how soon a pass that found no answer yet comes back
@@ -78,7 +88,7 @@ func (r *Reconciler) takeObservation(ctx context.Context, s *scope, o observatio
 		r.Recorder.Eventf(s.cluster, nil, corev1.EventTypeNormal, "Bootstrapped", "Bootstrap", "etcd cluster %s formed with %d members", etcd.FormatID(o.clusterID), len(o.list))
 	}
 	s.cluster.Status.ClusterID = etcd.FormatID(o.clusterID)
-	s.health, s.leader = o.health, o.leader
+	s.health, s.carried, s.leader = o.health, o.carried, o.leader
 	recordDBSizes(s)
 	if o.alarmsErr != nil {
 		// The alarms the status showed last stay: an alarm is cleared only

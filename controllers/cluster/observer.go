@@ -89,6 +89,9 @@ type observation struct {
 	// reachable, when the list failed: the status of each member that
 	// answered on its own, by EtcdMember name (the quorum report).
 	reachable map[string]etcd.Status
+	// carried are the members whose status in health is a light look's
+	// carried-over answer, not one of this look.
+	carried map[uint64]bool
 }
 
 // lookRequest is what a look needs: the client, each active member's
@@ -100,6 +103,11 @@ type lookRequest struct {
 	listTimeout   time.Duration
 	statusTimeout time.Duration
 	etcdTimeout   time.Duration
+	// only, in a light look (polls.lightLook), is the one member asked for
+	// its status; carried the last answers of the others, taken when only
+	// answers and etcd still lists them.
+	only    uint64
+	carried map[uint64]etcd.Status
 }
 
 func (o *Observer) init() {
@@ -248,11 +256,17 @@ func (req lookRequest) run(ctx context.Context) (o observation) {
 			urls[em.ID] = em.ClientURLs[0]
 		}
 	}
+	if url, ok := urls[req.only]; ok && req.only != 0 {
+		urls = map[uint64]string{req.only: url}
+	}
 	o.health, o.panics = statuses(ctx, req, urls)
 	for _, st := range o.health {
 		if st.Leader != 0 && !st.IsLearner {
 			o.leader = st.Leader
 		}
+	}
+	if _, answered := o.health[req.only]; answered && len(urls) == 1 {
+		o.carry(req.carried)
 	}
 	if noAlarm(o.list, o.health) {
 		return o // every member said so: no alarm list to ask for
@@ -261,6 +275,21 @@ func (req lookRequest) run(ctx context.Context) (o observation) {
 	defer acancel()
 	o.alarms, o.alarmsErr = req.client.Alarms(actx)
 	return o
+}
+
+// carry adds to health the carried-over status of each member etcd lists
+// that this look did not ask.
+func (o *observation) carry(carried map[uint64]etcd.Status) {
+	for _, em := range o.list {
+		st, ok := carried[em.ID]
+		if _, asked := o.health[em.ID]; !ok || asked {
+			continue
+		}
+		if o.carried == nil {
+			o.carried = map[uint64]bool{}
+		}
+		o.health[em.ID], o.carried[em.ID] = st, true
+	}
 }
 
 // noAlarm says whether every listed member answered its status with no

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
@@ -43,6 +44,12 @@ type pace struct {
 	// pass that had them, taken at at.
 	sizes map[uint64]int64
 	at    time.Time
+	// statuses are each member's status at its last answer, by etcd
+	// member ID, answered when answered says; gen is the cluster's
+	// generation at the last poll that counted (lightLook).
+	statuses map[uint64]etcd.Status
+	answered map[uint64]time.Time
+	gen      int64
 }
 
 // polls paces the health checks of every cluster of a shard.
@@ -76,8 +83,9 @@ func (p *polls) next(v *view, now time.Time, health, calmMax time.Duration) time
 	if len(sizes) > 0 {
 		pc.sizes, pc.at = sizes, now
 	}
+	pc.remember(v, now)
 	if !seen || grew || !calm(v) || calmMax <= health {
-		pc.calm, pc.last = 0, now
+		pc.calm, pc.last, pc.gen = 0, now, 0
 		if grew {
 			return min(health, max(soonest, nearQuotaInterval))
 		}
@@ -94,8 +102,75 @@ func (p *polls) next(v *view, now time.Time, health, calmMax time.Duration) time
 		return due - since // a pass an event brought: the poll stays due when it was
 	}
 	pc.calm++
-	pc.last = now
+	pc.last, pc.gen = now, v.cluster.Generation
 	return calmInterval(pc.calm, health, calmMax)
+}
+
+// remember keeps the status of each member that answered this pass's look
+// itself (not one a light look carried over), and forgets members etcd no
+// longer lists.
+func (pc *pace) remember(v *view, now time.Time) {
+	if pc.statuses == nil {
+		pc.statuses, pc.answered = map[uint64]etcd.Status{}, map[uint64]time.Time{}
+	}
+	listed := map[uint64]bool{}
+	for _, em := range v.etcdList {
+		listed[em.ID] = true
+	}
+	for id := range pc.statuses {
+		if !listed[id] {
+			delete(pc.statuses, id)
+			delete(pc.answered, id)
+		}
+	}
+	for id, st := range v.health {
+		if listed[id] && !v.carried[id] {
+			pc.statuses[id], pc.answered[id] = st, now
+		}
+	}
+}
+
+// lightLook says whether the look of this pass may ask a single member for
+// its status instead of each: the last poll that counted found the cluster
+// calm, its generation is the same, every active member is Ready for its
+// own generation (the kubelet probes each every second: one that stops
+// answering turns it False, and that brings a full look), and every other
+// member answered a look within maxAge. It returns the member to ask, the
+// one that answered longest ago, and the last answers of the others, to
+// carry over. A cluster of n calm members is thus asked for its member list
+// and one status per poll, each member in turn every n polls; etcd puts
+// every alarm of the cluster in each member's status, so one status also
+// says whether there is any.
+func (p *polls) lightLook(v *view, now time.Time, maxAge time.Duration) (uint64, map[uint64]etcd.Status, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pc, ok := p.m[types.NamespacedName{Namespace: v.cluster.Namespace, Name: v.cluster.Name}]
+	active := v.active()
+	if m := v.cluster.Status.Maintenance; m != nil && m.Defrag != nil {
+		return 0, nil, false // a defragmentation reports each member's sizes before and after
+	}
+	if !ok || pc.calm == 0 || pc.gen != v.cluster.Generation || len(pc.statuses) != len(active) || len(active) < 2 {
+		return 0, nil, false
+	}
+	var ask uint64
+	var oldest time.Time
+	for _, m := range active {
+		id, err := etcd.ParseID(m.Status.MemberID)
+		at, known := pc.answered[id]
+		if err != nil || !known || now.Sub(at) > maxAge || !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation) {
+			return 0, nil, false
+		}
+		if ask == 0 || at.Before(oldest) {
+			ask, oldest = id, at
+		}
+	}
+	carried := make(map[uint64]etcd.Status, len(pc.statuses)-1)
+	for id, st := range pc.statuses {
+		if id != ask {
+			carried[id] = st
+		}
+	}
+	return ask, carried, true
 }
 
 // calmInterval is the time to the next poll after n calm polls in a row:

@@ -128,3 +128,96 @@ func TestPollsOff(t *testing.T) {
 		t.Fatalf("forget left %d paces", len(p.m))
 	}
 }
+
+// readyCalmView is calmView with each member's ID recorded and its
+// EtcdMember Ready, as the member controller reports a member whose Pod the
+// kubelet finds ready.
+func readyCalmView(size int64) *view {
+	v := calmView(size)
+	for i, m := range v.members {
+		m.Status.MemberID = etcd.FormatID(uint64(i + 1))
+		m.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: m.Generation}}
+	}
+	return v
+}
+
+// lightPass is a view whose look asked only member ask and carried the
+// others.
+func lightPass(size int64, ask uint64) *view {
+	v := readyCalmView(size)
+	v.carried = map[uint64]bool{}
+	for id := range v.health {
+		if id != ask {
+			v.carried[id] = true
+		}
+	}
+	return v
+}
+
+func TestPollsLightLook(t *testing.T) {
+	t.Parallel()
+	const health, calmMax = time.Minute, 5 * time.Minute
+	maxAge := lightLookMaxAge(3, calmMax)
+	start := time.Now()
+	// calmPolls: a first pass, then a poll that finds the cluster calm.
+	calmPolls := func(p *polls) {
+		p.next(readyCalmView(100<<10), start, health, calmMax)
+		p.next(readyCalmView(100<<10), start.Add(time.Minute), health, calmMax)
+	}
+	type check struct {
+		view *view
+		at   time.Duration
+		ok   bool
+		ask  uint64
+	}
+	notReady := readyCalmView(100 << 10)
+	notReady.members[1].Status.Conditions[0].Status = metav1.ConditionFalse
+	newGen := readyCalmView(100 << 10)
+	newGen.cluster.Generation = 2
+	defrag := readyCalmView(100 << 10)
+	defrag.cluster.Status.Maintenance = &etcdv1.MaintenanceStatus{Defrag: &etcdv1.DefragRun{}}
+	one := newView(leaderVoter)
+	one.cluster.Name, one.cluster.Namespace, one.cluster.Generation = "c", "ns", 1
+
+	for _, tt := range []struct {
+		name   string
+		before func(p *polls)
+		check  check
+	}{
+		{"no poll yet: every member is asked", func(*polls) {}, check{readyCalmView(100 << 10), 0, false, 0}},
+		{"one pass, not yet a calm poll", func(p *polls) { p.next(readyCalmView(100<<10), start, health, calmMax) },
+			check{readyCalmView(100 << 10), 30 * time.Second, false, 0}},
+		{"after a calm poll: one member, the first of those answered longest ago", calmPolls, check{readyCalmView(100 << 10), 2 * time.Minute, true, 1}},
+		{"the members take turns", func(p *polls) {
+			calmPolls(p)
+			p.next(lightPass(100<<10, 1), start.Add(3*time.Minute), health, calmMax)
+		}, check{readyCalmView(100 << 10), 7 * time.Minute, true, 2}},
+		{"a member not Ready: every member is asked", calmPolls, check{notReady, 2 * time.Minute, false, 0}},
+		{"the spec changed: every member is asked", calmPolls, check{newGen, 2 * time.Minute, false, 0}},
+		{"a defragmentation under way: every member is asked", calmPolls, check{defrag, 2 * time.Minute, false, 0}},
+		{"an answer older than the bound: every member is asked", calmPolls, check{readyCalmView(100 << 10), time.Minute + maxAge + time.Second, false, 0}},
+		{"a poll that found the cluster not calm: every member is asked", func(p *polls) {
+			calmPolls(p)
+			nc := readyCalmView(100 << 10)
+			nc.cluster.Status.Rollout = &etcdv1.RolloutStatus{}
+			p.next(nc, start.Add(3*time.Minute), health, calmMax)
+		}, check{readyCalmView(100 << 10), 4 * time.Minute, false, 0}},
+		{"a one-member cluster has nothing to save", func(p *polls) {
+			p.next(one, start, health, calmMax)
+			p.next(one, start.Add(time.Minute), health, calmMax)
+		}, check{one, 2 * time.Minute, false, 0}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := &polls{}
+			tt.before(p)
+			ask, carried, ok := p.lightLook(tt.check.view, start.Add(tt.check.at), maxAge)
+			if ok != tt.check.ok || ask != tt.check.ask {
+				t.Fatalf("lightLook = %d, %v; want %d, %v", ask, ok, tt.check.ask, tt.check.ok)
+			}
+			if _, has := carried[ask]; ok && (len(carried) != 2 || has) {
+				t.Fatalf("carried %v: want the two members not asked", carried)
+			}
+		})
+	}
+}

@@ -36,7 +36,10 @@ type view struct {
 	clusterID uint64
 	etcdList  []etcd.Member
 	// health of each member by etcd member ID; leader is the leader's ID.
-	health map[uint64]etcd.Status
+	// carried are the members whose health a light look carried over from
+	// their last answer (polls.lightLook) rather than asked this pass.
+	health  map[uint64]etcd.Status
+	carried map[uint64]bool
 	leader uint64
 	// alarms are etcd's alarms, when alarmsKnown (etcd listed them).
 	alarms      []etcd.Alarm
