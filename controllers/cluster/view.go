@@ -40,7 +40,7 @@ type view struct {
 	// their last answer (polls.lightLook) rather than asked this pass.
 	health  map[uint64]etcd.Status
 	carried map[uint64]bool
-	leader uint64
+	leader  uint64
 	// alarms are etcd's alarms, when alarmsKnown (etcd listed them).
 	alarms      []etcd.Alarm
 	alarmsKnown bool
