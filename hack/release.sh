@@ -29,10 +29,11 @@ mkdir -p "$work/bin" "$out"
 
 log "building the operator binary"
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/bin/raftsman" ./cmd/raftsman
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/bin/raftsman-gate" ./cmd/raftsman-gate
 build_tools
 archive=raftsman-$version.oci.tar
 digest=$("$BIN_DIR/imagebuild" -oci -o "$out/$archive" -tag "$repo:$version" \
-  -file "/raftsman=$work/bin/raftsman" -entrypoint /raftsman -user 65532:65532)
+  -file "/raftsman=$work/bin/raftsman" -file "/raftsman-gate=$work/bin/raftsman-gate" -entrypoint /raftsman -user 65532:65532)
 [[ $digest =~ ^sha256:[0-9a-f]{64}$ ]] || die "imagebuild printed '$digest', not a digest"
 image=$repo:$version@$digest
 log "image $image"

@@ -259,17 +259,19 @@ build_operator_image() {
   fi
   # Built as make release builds it (-trimpath), so that either build finds
   # the packages the other compiled in Go's build cache.
-  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BIN_DIR/raftsman" ./cmd/raftsman) || return 1
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BIN_DIR/raftsman" ./cmd/raftsman \
+    && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BIN_DIR/raftsman-gate" ./cmd/raftsman-gate) || return 1
   [ -x "$BIN_DIR/imagebuild" ] || build_tools || return 1
-  image raftsman -tag "$OPERATOR_IMAGE" -file "/raftsman=$BIN_DIR/raftsman" \
+  image raftsman -tag "$OPERATOR_IMAGE" -file "/raftsman=$BIN_DIR/raftsman" -file "/raftsman-gate=$BIN_DIR/raftsman-gate" \
     -entrypoint /raftsman -user 65532:65532
 }
 
 # build_failpoints_image builds raftsman:failpoints, the operator built with the
 # failpoints tag (pkg/failpoint), which only the robustness tests run.
 build_failpoints_image() {
-  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -tags failpoints -o "$BIN_DIR/raftsman-failpoints" ./cmd/raftsman) || return 1
-  image raftsman-failpoints -tag "$FAILPOINTS_IMAGE" -file "/raftsman=$BIN_DIR/raftsman-failpoints" \
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -tags failpoints -o "$BIN_DIR/raftsman-failpoints" ./cmd/raftsman \
+    && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BIN_DIR/raftsman-gate" ./cmd/raftsman-gate) || return 1
+  image raftsman-failpoints -tag "$FAILPOINTS_IMAGE" -file "/raftsman=$BIN_DIR/raftsman-failpoints" -file "/raftsman-gate=$BIN_DIR/raftsman-gate" \
     -entrypoint /raftsman -user 65532:65532
 }
 

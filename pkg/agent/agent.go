@@ -9,7 +9,7 @@
 //	raftsman agent install  --to PATH
 //	raftsman agent restore  --key K --sha256 H --data-dir D ... [destination]
 //	raftsman agent check-data --data-dir D --marker F --member M --uid U [--first-pod]
-//	raftsman agent join --name N --peer-url U --data-dir D --peers P,... -- etcd ARGS...
+//	raftsman agent join ... (pkg/gate: what raftsman-gate join does)
 //
 // Every command writes a Result as JSON to its result file (the Pod's
 // termination message) and exits non-zero on failure.
@@ -25,12 +25,14 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"path/filepath"
 	"syscall"
 
 	// The agent runs in images without a CA bundle (the operator's, etcd's):
 	// these roots let it reach a public https S3 endpoint all the same.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
+	"github.com/raftsman/raftsman/pkg/gate"
 	"github.com/raftsman/raftsman/pkg/objstore"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
@@ -127,7 +129,7 @@ func Main(args []string) int {
 	}
 	commands := map[string]func(context.Context, []string, *Result) error{
 		"snapshot": snapshot, "verify": verify, "delete": remove, "install": install, "restore": restore,
-		"check-data": checkData, "join": join,
+		"check-data": checkData, "join": func(ctx context.Context, args []string, _ *Result) error { return gate.Join(ctx, args) },
 	}
 	run, ok := commands[args[0]]
 	if !ok {
@@ -189,9 +191,33 @@ func copySelf(to string) error {
 	if err != nil {
 		return fmt.Errorf("find this binary: %w", err)
 	}
-	in, err := os.Open(self)
+	return copyFile(self, to)
+}
+
+// installGate copies the gate (pkg/gate) to to: the small binary next to
+// this one in the operator's image, or, in an image without it, this
+// binary, which runs as the gate under the gate's name.
+func installGate(to string) error {
+	self, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("open this binary: %w", err)
+		return fmt.Errorf("find this binary: %w", err)
+	}
+	return installGateFrom(self, to)
+}
+
+// installGateFrom is installGate for the binary at self.
+func installGateFrom(self, to string) error {
+	small := filepath.Join(filepath.Dir(self), gate.Name)
+	if st, err := os.Stat(small); err == nil && st.Mode().IsRegular() {
+		return copyFile(small, to)
+	}
+	return copyFile(self, to)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", from, err)
 	}
 	defer in.Close()
 	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/raftsman/raftsman/pkg/gate"
 )
 
 // Reasons of check-data's failures.
@@ -51,7 +53,7 @@ func checkData(_ context.Context, args []string, res *Result) error {
 	member := f.String("member", "", "the member's name")
 	uid := f.String("uid", "", "the EtcdMember's UID")
 	first := f.Bool("first-pod", false, "the member's first Pod: no data is expected yet")
-	installTo := f.String("install-to", "", "once the data is checked, copy this binary there (the gate of a joining member's etcd container: agent join)")
+	installTo := f.String("install-to", "", "once the data is checked, copy the gate there (pkg/gate: it starts the etcd of a joining or resuming member)")
 	if err := f.Parse(args); err != nil {
 		return err
 	}
@@ -63,13 +65,13 @@ func checkData(_ context.Context, args []string, res *Result) error {
 		return err
 	}
 	if *installTo != "" {
-		return copySelf(*installTo)
+		return installGate(*installTo)
 	}
 	return nil
 }
 
 func verifyData(dataDir, markerPath string, want Marker, first bool) error {
-	hasData, err := nonEmpty(filepath.Join(dataDir, "member"))
+	hasData, err := gate.NonEmpty(filepath.Join(dataDir, "member"))
 	if err != nil {
 		return err
 	}
@@ -88,18 +90,6 @@ func verifyData(dataDir, markerPath string, want Marker, first bool) error {
 		return failure{ReasonDataLost, fmt.Errorf("member %s ran before (this is not its first Pod) but its data directory %s is empty: it must not start without its data, and is replaced", want.Member, dataDir)}
 	}
 	return writeMarker(markerPath, want)
-}
-
-// nonEmpty says whether dir exists and holds anything.
-func nonEmpty(dir string) (bool, error) {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("read %s: %w", dir, err)
-	}
-	return len(entries) > 0, nil
 }
 
 func readMarker(path string) (Marker, bool, error) {

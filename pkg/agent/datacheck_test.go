@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/raftsman/raftsman/pkg/gate"
 )
 
 func TestCheckData(t *testing.T) {
@@ -61,6 +63,43 @@ func TestCheckData(t *testing.T) {
 			}
 			if (found && got == mine) != tc.wantMarker {
 				t.Errorf("marker afterwards %+v (found %v), want this member's: %v", got, found, tc.wantMarker)
+			}
+		})
+	}
+}
+
+func TestInstallGate(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		withSmall bool
+		want      string
+	}{
+		{"the small binary next to this one", true, "small"},
+		{"an image without it: this binary, run under the gate's name", false, "whole"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			self := filepath.Join(dir, "raftsman")
+			if err := os.WriteFile(self, []byte("whole"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tt.withSmall {
+				if err := os.WriteFile(filepath.Join(dir, gate.Name), []byte("small"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			to := filepath.Join(t.TempDir(), gate.Name)
+			if err := installGateFrom(self, to); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(to)
+			if err != nil || string(b) != tt.want {
+				t.Fatalf("installed %q (%v), want %q", b, err, tt.want)
+			}
+			if st, err := os.Stat(to); err != nil || st.Mode().Perm()&0o111 == 0 {
+				t.Fatalf("installed gate not executable: %v %v", st.Mode(), err)
 			}
 		})
 	}

@@ -286,9 +286,9 @@ func MemberPod(m *etcdv1.EtcdMember, firstPod bool) *corev1.Pod {
 	return pod
 }
 
-// useGate makes the agent's join gate start etcd in the Pod: the one init
-// step (check-data) also copies the agent next to etcd, and the etcd
-// container runs the agent, which execs etcd. No-op without the agent
+// useGate makes the join gate (pkg/gate) start etcd in the Pod: the one
+// init step (check-data) also copies the gate next to etcd, and the etcd
+// container runs the gate, which execs etcd. No-op without the agent
 // image, or when the Pod has the gate already.
 func useGate(pod *corev1.Pod, m *etcdv1.EtcdMember) {
 	etcd := &pod.Spec.Containers[0]
@@ -311,8 +311,9 @@ func useGate(pod *corev1.Pod, m *etcdv1.EtcdMember) {
 	etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsMount, ReadOnly: true})
 }
 
-// gateBinary is where the check-data init container copies the agent.
-const gateBinary = toolsMount + "/raftsman"
+// gateBinary is where the check-data init container copies the gate
+// (pkg/gate, a few megabytes: not the operator's whole binary).
+const gateBinary = toolsMount + "/raftsman-gate"
 
 // StartsAfter makes the Pod of a member that has run start etcd only once
 // each member at peers serves its peers, at most 10 s (pkg/agent, join
@@ -359,7 +360,7 @@ func joinArgs(m *etcdv1.EtcdMember) []string {
 			peers = append(peers, u)
 		}
 	}
-	args := []string{"agent", "join", "--name=" + m.Name, "--peer-url=" + m.Spec.PeerURL, "--data-dir=" + dataDir, "--peers=" + strings.Join(peers, ",")}
+	args := []string{"join", "--name=" + m.Name, "--peer-url=" + m.Spec.PeerURL, "--data-dir=" + dataDir, "--peers=" + strings.Join(peers, ",")}
 	if m.Spec.TLS != nil {
 		args = append(args, "--cert="+peerTLSMount+"/tls.crt", "--key="+peerTLSMount+"/tls.key", "--cacert="+peerTLSMount+"/ca.crt")
 	}

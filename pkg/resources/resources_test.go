@@ -484,14 +484,14 @@ func TestJoinerPodIsGated(t *testing.T) {
 				}
 				return
 			}
-			if etcd.Command[0] != "/raftsman-tools/raftsman" {
+			if etcd.Command[0] != "/raftsman-tools/raftsman-gate" {
 				t.Errorf("command %q, want the agent copied by the init container", etcd.Command)
 			}
 			sep := slices.Index(etcd.Args, "--")
 			if sep < 0 || etcd.Args[sep+1] != "/usr/local/bin/etcd" {
 				t.Fatalf("args %q: want the gate's flags, --, then etcd's command line", etcd.Args)
 			}
-			wantGate := []string{"agent", "join", "--name=" + m.Name, "--peer-url=" + m.Spec.PeerURL, "--data-dir=/var/lib/etcd/data",
+			wantGate := []string{"join", "--name=" + m.Name, "--peer-url=" + m.Spec.PeerURL, "--data-dir=/var/lib/etcd/data",
 				"--peers=https://demo-a.demo-peer.ns.svc.cluster.local:2380,https://demo-b.demo-peer.ns.svc.cluster.local:2380",
 				"--cert=/etc/etcd/tls/peer/tls.crt", "--key=/etc/etcd/tls/peer/tls.key", "--cacert=/etc/etcd/tls/peer/ca.crt"}
 			if !slices.Equal(etcd.Args[:sep], wantGate) {
@@ -500,7 +500,7 @@ func TestJoinerPodIsGated(t *testing.T) {
 			if !slices.Equal(etcd.Args[sep+2:], EtcdArgs(m, true)) {
 				t.Errorf("etcd's flags behind the gate differ from EtcdArgs")
 			}
-			if !slices.Contains(check.Args, "--install-to=/raftsman-tools/raftsman") || !slices.Contains(check.Args, "--first-pod") {
+			if !slices.Contains(check.Args, "--install-to=/raftsman-tools/raftsman-gate") || !slices.Contains(check.Args, "--first-pod") {
 				t.Errorf("check-data args %q: want the agent installed in the same init step", check.Args)
 			}
 			if len(p.Spec.InitContainers) != 1 {
@@ -553,7 +553,7 @@ func TestStartsAfter(t *testing.T) {
 				return
 			}
 			sep := slices.Index(etcd.Args, "--")
-			if etcd.Command[0] != "/raftsman-tools/raftsman" || sep < 0 || !slices.Contains(etcd.Args[:sep], "--after="+peers[0]) {
+			if etcd.Command[0] != "/raftsman-tools/raftsman-gate" || sep < 0 || !slices.Contains(etcd.Args[:sep], "--after="+peers[0]) {
 				t.Errorf("command %q args %q: want the gate with --after before --", etcd.Command, etcd.Args)
 			}
 			if !slices.Equal(etcd.Args[sep+2:], EtcdArgs(m, tt.firstPod)) {
@@ -570,7 +570,7 @@ func TestStartsAfter(t *testing.T) {
 			}
 			installs := 0
 			for _, c := range p.Spec.InitContainers {
-				if slices.Contains(c.Args, "--install-to=/raftsman-tools/raftsman") {
+				if slices.Contains(c.Args, "--install-to=/raftsman-tools/raftsman-gate") {
 					installs++
 				}
 			}

@@ -1,4 +1,4 @@
-package agent
+package gate
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,12 +21,12 @@ import (
 	"time"
 )
 
-// join is the entrypoint of the etcd container of a member that joins a
+// Join is the entrypoint of the etcd container of a member that joins a
 // running cluster (a prepared joiner): its Pod is created, scheduled, its
 // volume bound and its image started while the operator is still adding
 // other members, and etcd starts only once etcd lists the member.
 //
-//	raftsman agent join --name N --peer-url U --data-dir D --peers P1,P2 \
+//	raftsman-gate join --name N --peer-url U --data-dir D --peers P1,P2 \
 //	    [--cert F --key F --cacert F] [--restart --after A1,A2] -- /usr/local/bin/etcd ARGS...
 //
 // It asks the peers for etcd's member list (GET /members on the peer port,
@@ -45,7 +46,7 @@ import (
 // whose etcd has a WAL already joined, and a Pod that is not a joiner's
 // first (--restart) never joins: etcd starts with ARGS as they are, once
 // the members of --after serve their peers (waitForPeers).
-func join(ctx context.Context, args []string, _ *Result) error {
+func Join(ctx context.Context, args []string) error {
 	cfg, err := parseJoin(args)
 	if err != nil {
 		return err
@@ -133,7 +134,7 @@ type peerMember struct {
 // leaves a database file behind and no WAL, and its restart must ask for
 // the member list again.
 func (c *joinConfig) gate(ctx context.Context) ([]string, error) {
-	hasWAL, err := nonEmpty(filepath.Join(c.dataDir, "member", "wal"))
+	hasWAL, err := NonEmpty(filepath.Join(c.dataDir, "member", "wal"))
 	if err != nil {
 		return nil, err
 	}
@@ -448,4 +449,16 @@ func withInitialCluster(args []string, ic string) []string {
 		}
 	}
 	return append(out, "--initial-cluster="+ic)
+}
+
+// NonEmpty says whether dir exists and holds anything.
+func NonEmpty(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s: %w", dir, err)
+	}
+	return len(entries) > 0, nil
 }
