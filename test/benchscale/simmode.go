@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -350,7 +351,7 @@ func (r *results) measureScales(ctx context.Context, c client.WithWatch, ctl *et
 	if err := setPodsReady(ctx, c, hung, true); err != nil {
 		return err
 	}
-	sf.unsettled = waitAvailable(ctx, c, 3*time.Minute)
+	sf.unsettled = waitAvailable(ctx, c, r.n, perThousand(3*time.Minute, r.n))
 	sf.settled = time.Since(resumed)
 	fmt.Printf("resumed: every cluster Available again after %.1fs (%d not)\n", sf.settled.Seconds(), sf.unsettled)
 	return nil
@@ -429,26 +430,45 @@ func setPodsReady(ctx context.Context, c client.Client, keys []string, ready boo
 	})
 }
 
-// waitAvailable waits until every cluster is Available for its
-// generation, and returns how many are not when it gives up.
-func waitAvailable(ctx context.Context, c client.Client, limit time.Duration) int {
-	deadline := time.Now().Add(limit)
-	for {
-		list := &etcdv1.EtcdClusterList{}
-		missing := -1
-		if err := c.List(ctx, list); err == nil {
-			missing = 0
-			for _, cl := range list.Items {
-				if !kube.IsTrue(cl.Status.Conditions, etcdv1.ConditionAvailable, cl.Generation) {
-					missing++
-				}
+// waitAvailable waits until each of the n clusters is Available for its
+// generation, and returns how many are not when it gives up. It watches:
+// listing every cluster every few seconds would weigh on the API server
+// the operator uses, the more so the larger the fleet.
+func waitAvailable(ctx context.Context, c client.WithWatch, n int, limit time.Duration) int {
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var mu sync.Mutex
+	available := map[string]bool{}
+	all, closed := make(chan struct{}), false
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		watchAll(wctx, c, &etcdv1.EtcdClusterList{}, nil, func(obj apiruntime.Object) {
+			cl, ok := obj.(*etcdv1.EtcdCluster)
+			if !ok {
+				return
 			}
-		}
-		if missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return missing
-		}
-		pause(ctx, 2*time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			if kube.IsTrue(cl.Status.Conditions, etcdv1.ConditionAvailable, cl.Generation) {
+				available[cl.Namespace+"/"+cl.Name] = true
+			} else {
+				delete(available, cl.Namespace+"/"+cl.Name)
+			}
+			if !closed && len(available) == n {
+				close(all)
+				closed = true
+			}
+		})
+	})
+	select {
+	case <-all:
+	case <-wctx.Done():
 	}
+	cancel()
+	watching.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return n - len(available)
 }
 
 // observerCounters reads the Observer's counters from the operator's
