@@ -281,7 +281,10 @@ func (r *results) oneReplica(ctx context.Context, cfg *rest.Config, sim *simProc
 	var factory etcd.Factory
 	var kub *simKubelet
 	if sim != nil {
-		factory, kub = newSimFactory(sim.ctl), newSimKubelet(sim.ctl)
+		simFactory := newSimFactory(sim.ctl)
+		factory, kub = simFactory, newSimKubelet(sim.ctl)
+		// Once the operator has stopped (deferred below, so run before).
+		defer simFactory.Close()
 	} else {
 		factory = newFakeEtcd(c)
 	}
@@ -744,11 +747,19 @@ func runReplicas(ctx context.Context, kubeconfig, simAddr string, n, shardCount 
 	var placedReconciles int64
 	limit := perThousand(3*time.Minute, n)
 	deadline := time.Now().Add(limit)
-	done := func(reps []report, how string) {
-		for _, rep := range reps {
+	// done measures the replicas once they are ready to be.
+	done := func(how string) ([]report, error) {
+		reps := make([]report, 0, len(children))
+		for _, c := range children {
+			rep, err := c.report("measure")
+			if err != nil {
+				return nil, err
+			}
 			fmt.Printf("replica %s (%s %.0fs after its start): shards %v, %d clusters, %d cached objects %v, heap in use %.1f MiB, live %.1f MiB, %d reconciles\n",
 				rep.Replica, how, time.Since(start).Seconds(), rep.Shards, rep.Clusters, rep.cachedObjects(), rep.Objects, mib(rep.Heap), mib(rep.Live), rep.Reconciles)
+			reps = append(reps, rep)
 		}
+		return reps, nil
 	}
 	for {
 		pause(ctx, time.Second)
@@ -757,7 +768,7 @@ func runReplicas(ctx context.Context, kubeconfig, simAddr string, n, shardCount 
 		}
 		reps := make([]report, 0, len(children))
 		for _, c := range children {
-			rep, err := c.report()
+			rep, err := c.report("progress")
 			if err != nil {
 				return nil, "", err
 			}
@@ -777,13 +788,13 @@ func runReplicas(ctx context.Context, kubeconfig, simAddr string, n, shardCount 
 		case !quiet(reps) || since.IsZero() || !sameWork(reps, prev):
 			since = time.Now()
 		case time.Since(since) >= settleFor:
-			done(reps, "settled")
-			return reps, "", nil
+			reps, err := done("settled")
+			return reps, "", err
 		}
 		if ok && time.Since(placedAt) >= busyFor && time.Since(shardsSince) >= settleFor {
 			rate := float64(reconciles(reps)-placedReconciles) / time.Since(placedAt).Seconds()
-			done(reps, "still busy")
-			return reps, fmt.Sprintf("never quiet: %.0f reconciles per second went on after every cluster had been reconciled once", rate), nil
+			reps, err := done("still busy")
+			return reps, fmt.Sprintf("never quiet: %.0f reconciles per second went on after every cluster had been reconciled once", rate), err
 		}
 		if time.Now().After(deadline) {
 			return nil, "", fmt.Errorf("replicas %v not settled after %s: %+v", names, limit, reps)

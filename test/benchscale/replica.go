@@ -37,17 +37,20 @@ import (
 )
 
 // report is what a replica process tells about itself, one JSON line per
-// "report" line it reads on its standard input.
+// line it reads on its standard input: "progress" for what the parent
+// waits on, cheap enough to ask every second however many the clusters;
+// "measure" for that and the heap and the objects of every kind.
 type report struct {
 	Replica string `json:"replica"`
 	// Shards are the shards whose Leases the replica holds.
 	Shards []int `json:"shards"`
 	// Clusters is the number of EtcdClusters in its shard caches.
 	Clusters int `json:"clusters"`
-	// Objects counts the objects in its shard caches by kind.
+	// Objects counts the objects in its shard caches by kind (EtcdClusters
+	// only, for progress).
 	Objects map[string]int `json:"objects"`
 	// Heap and Live are HeapInuse and HeapAlloc after a GC, less the same
-	// before its managers started.
+	// before its managers started; measured only.
 	Heap int64 `json:"heap"`
 	Live int64 `json:"live"`
 	// Reconciles started by its cluster controllers, and those running now:
@@ -136,19 +139,24 @@ func runReplica(name string, shards int) error {
 }
 
 // answerReports answers each line of standard input with a report of the
-// replica, until the input ends.
+// replica, until the input ends. Only a measure collects garbage (a
+// whole-heap GC each second would hold back the replica being waited for)
+// and counts every kind.
 func answerReports(ctx context.Context, name string, baseline heap, started, inFlight *atomic.Int64) error {
 	in := bufio.NewScanner(os.Stdin)
 	enc := json.NewEncoder(os.Stdout)
 	for in.Scan() {
-		h := heapNow().minus(baseline)
-		r := report{Replica: name, Heap: h.inuse, Live: h.live, Reconciles: started.Load(), InFlight: inFlight.Load()}
-		// Counting after the heap: reading the caches copies objects.
+		measure := in.Text() == "measure"
+		r := report{Replica: name, Reconciles: started.Load(), InFlight: inFlight.Load()}
+		if measure {
+			h := heapNow().minus(baseline)
+			r.Heap, r.Live = h.inuse, h.live
+		}
 		var err error
 		if r.Shards, err = heldShards(); err != nil {
 			return err
 		}
-		if r.Objects, err = cachedObjects(ctx); err != nil {
+		if r.Objects, err = cachedObjects(ctx, measure); err != nil {
 			r.Error = err.Error()
 		}
 		r.Clusters = r.Objects["EtcdCluster"]
@@ -225,8 +233,9 @@ func heldShards() ([]int, error) {
 }
 
 // cachedObjects counts, by kind, the objects in the caches of the shards
-// this process runs.
-func cachedObjects(ctx context.Context) (map[string]int, error) {
+// this process runs: every kind, or EtcdClusters only. The lists share the
+// cache's objects rather than copy them.
+func cachedObjects(ctx context.Context, every bool) (map[string]int, error) {
 	lists := map[string]func() client.ObjectList{
 		"EtcdCluster":           func() client.ObjectList { return &etcdv1.EtcdClusterList{} },
 		"EtcdMember":            func() client.ObjectList { return &etcdv1.EtcdMemberList{} },
@@ -243,8 +252,11 @@ func cachedObjects(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
 	for _, cache := range kube.Caches.All() {
 		for kind, newList := range lists {
+			if !every && kind != "EtcdCluster" {
+				continue
+			}
 			l := newList()
-			if err := cache.List(ctx, l); err != nil {
+			if err := cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 				return nil, fmt.Errorf("list %s from a shard cache: %w", kind, err)
 			}
 			out[kind] += meta.LenList(l)
@@ -270,7 +282,8 @@ func startChild(name, kubeconfig, simAddr string, shards int, verbose bool) (*ch
 		return nil, err
 	}
 	c := &child{name: name, exited: make(chan struct{})}
-	c.cmd = exec.Command(self, "-replica="+name, "-kubeconfig="+kubeconfig, "-shards="+strconv.Itoa(shards), "-v="+strconv.FormatBool(verbose), "-etcdsim-addr="+simAddr)
+	c.cmd = exec.Command(self, "-replica="+name, "-kubeconfig="+kubeconfig, "-shards="+strconv.Itoa(shards), "-v="+strconv.FormatBool(verbose), "-etcdsim-addr="+simAddr,
+		"-clusters="+strconv.Itoa(*clusters), "-scales="+strconv.Itoa(*scales))
 	// Kept to tell why a replica failed; shown as it goes with -v.
 	c.cmd.Stderr = &c.stderr
 	if verbose {
@@ -294,8 +307,8 @@ func startChild(name, kubeconfig, simAddr string, shards int, verbose bool) (*ch
 	return c, nil
 }
 
-// report asks the replica for a report.
-func (c *child) report() (report, error) {
+// report asks the replica for a report: "progress" or "measure".
+func (c *child) report(kind string) (report, error) {
 	type answer struct {
 		r   report
 		err error
@@ -303,7 +316,7 @@ func (c *child) report() (report, error) {
 	got := make(chan answer, 1)
 	go func() {
 		var a answer
-		switch _, err := io.WriteString(c.in, "report\n"); {
+		switch _, err := io.WriteString(c.in, kind+"\n"); {
 		case err != nil:
 			a.err = err
 		case !c.out.Scan():

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +47,9 @@ func startSimProcess(verbose bool) (*simProcess, error) {
 		return nil, err
 	}
 	p := &simProcess{exited: make(chan struct{})}
-	p.cmd = exec.Command(self, "-etcdsim-serve")
+	// The fleet's size, for the open files it needs.
+	p.cmd = exec.Command(self, "-etcdsim-serve", "-clusters="+strconv.Itoa(*clusters), "-scales="+strconv.Itoa(*scales),
+		"-hung="+strconv.Itoa(*hung), "-hang-for="+hangFor.String())
 	p.cmd.Stderr = &p.stderr
 	if verbose {
 		p.cmd.Stderr = os.Stderr
@@ -516,6 +519,6 @@ func medianRuns(runs []scaleRun, of func(scaleRun) time.Duration) (time.Duration
 
 // newSimFactory is the operator's real etcd client factory pointed at the
 // simulator.
-func newSimFactory(ctl *etcdsim.Control) etcd.Factory {
+func newSimFactory(ctl *etcdsim.Control) *etcdsim.Factory {
 	return etcdsim.NewFactory(etcd.NewClientFactory(), ctl)
 }

@@ -123,8 +123,11 @@ type Control struct {
 
 // NewControl talks to the simulator whose control API is at addr.
 func NewControl(addr string) *Control {
-	// One keep-alive connection or two: the calls are few.
-	tr := &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}
+	// The operator's reconciles resolve addresses through it at once, as
+	// many as its workers: connections kept for them all, so that a busy
+	// fleet does not open and close one per call (each leaving a socket in
+	// TIME_WAIT for a minute).
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
 	return &Control{base: "http://" + addr, http: &http.Client{Transport: tr}}
 }
 
