@@ -20,11 +20,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"math"
 	"regexp"
 	"runtime"
 	"slices"
@@ -93,7 +93,7 @@ const (
 	// clustersPerNamespace spreads the clusters as a fleet would be.
 	clustersPerNamespace = 100
 	// The pass/fail lines of the targets.
-	heapTarget     = 64 << 10 // bytes per cluster
+	heapTarget = 64 << 10 // bytes per cluster
 	// The split is read against an even one, each replica holding
 	// 1/replicas of the clusters and of one replica's heap, give or take
 	// a fifth of that (50% +- 10% with two replicas).
