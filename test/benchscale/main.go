@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,6 +74,7 @@ var (
 	hung      = flag.Int("hung", 200, "with -etcd=sim, how many clusters hang (etcd paused, member Pods not Ready) while others scale")
 	scales    = flag.Int("scales", 5, "with -etcd=sim, how many clusters scale 1 -> 2 with none hung, and as many with -hung hung")
 	hangFor   = flag.Duration("hang-for", time.Minute, "with -etcd=sim, how long the hung clusters hang at least")
+	simProcs  = flag.Int("sim-processes", 0, "with -etcd=sim, how many processes share the simulated members (0: one, or as many as the open-file limit asks when it cannot be raised)")
 	shards    = flag.Int("shards", 4, "number of shards, split over -replicas replicas in the last measurement")
 	replicas  = flag.Int("replicas", 4, "number of replicas, each a process of its own, that share the shards in the last measurement (at most -shards)")
 	timeout   = flag.Duration("timeout", 0, "how long the clusters may take to become Available (0: 6m per 1000 clusters, at least 6m)")
@@ -85,7 +87,8 @@ var (
 	// The simulator is this program again with -etcdsim-serve; a replica
 	// reaches it at -etcdsim-addr. Not for people either.
 	etcdsimServe = flag.Bool("etcdsim-serve", false, "internal: run as the etcd simulator")
-	etcdsimAddr  = flag.String("etcdsim-addr", "", "internal: the etcd simulator's control address, for a replica")
+	etcdsimFiles = flag.Uint64("etcdsim-files", 0, "internal: the open files the etcd simulator process needs")
+	etcdsimAddr  = flag.String("etcdsim-addr", "", "internal: the etcd simulator's control addresses, for a replica")
 )
 
 const (
@@ -116,11 +119,15 @@ func main() {
 	var err error
 	switch {
 	case *etcdsimServe:
-		if err = raiseFileLimit("the etcd simulator", filesNeeded()); err == nil {
+		if err = raiseFileLimit("the etcd simulator", *etcdsimFiles); err == nil {
 			err = etcdsim.ServeChild()
 		}
 	case *replica != "":
-		if err = raiseFileLimit("replica "+*replica, filesNeeded()); err == nil {
+		need := uint64(filesSpare)
+		if *etcdsimAddr != "" {
+			need = operatorFiles(members(), 0)
+		}
+		if err = raiseFileLimit("replica "+*replica, need); err == nil {
 			err = runReplica(*replica, *shards)
 		}
 	case *etcdMode != "sim" && *etcdMode != "fake":
@@ -128,10 +135,10 @@ func main() {
 	case *replicas < 1 || *shards < *replicas:
 		err = fmt.Errorf("-replicas=%d and -shards=%d: at least one replica, and a shard for each", *replicas, *shards)
 	default:
-		// The children inherit the limit, and raise it further for
-		// themselves where they need more.
-		if err = raiseFileLimit("the benchmark, with the operator in its process,", filesNeeded()); err != nil {
-			break
+		if *etcdMode == "sim" {
+			if err = raiseFileLimit("the benchmark, with the operator in its process,", operatorFiles(members(), *hung)); err != nil {
+				break
+			}
 		}
 		// SIGPIPE too: a closed standard output (bench-scale | head) would
 		// otherwise end the process at once and leave the API server running.
@@ -161,6 +168,7 @@ type results struct {
 	replicas  int // that share the shards in the last measurement
 	cpus      int
 	sim       bool          // the real etcd client against the simulator
+	simProcs  int           // the simulator's processes
 	created   time.Duration // first create to the last
 	converged time.Duration // first create to every cluster Available
 	// formWrites are the operator's writes until the clusters were formed
@@ -201,16 +209,17 @@ func run(ctx context.Context) error {
 	began := time.Now()
 	r := &results{n: *clusters, shards: *shards, replicas: *replicas, cpus: runtime.NumCPU(), idle: *idle, idleAfter: *idleAfter, sim: *etcdMode == "sim"}
 	r.previous = readPrevious(*out)
-	var sim *simProcess
+	var sim *simulator
 	if r.sim {
 		if *hung < 0 || *scales < 1 || *hung+2**scales > r.n {
 			return fmt.Errorf("-hung=%d and -scales=%d need -clusters of at least %d", *hung, *scales, *hung+2**scales)
 		}
 		var err error
-		if sim, err = startSimProcess(*verbose); err != nil {
+		if sim, err = startSimulator(*verbose); err != nil {
 			return err
 		}
 		defer sim.stop()
+		r.simProcs = sim.ctl.Processes()
 		fmt.Printf("etcd simulator at %s\n", sim.ctl.Addr())
 	}
 	env, cfg, err := startAPIServer()
@@ -222,6 +231,9 @@ func run(ctx context.Context) error {
 	if err := r.oneReplica(ctx, cfg, sim); err != nil {
 		return err
 	}
+	// The operator of this process has stopped: what it held goes back to
+	// the system before the replicas, the run's peak of memory, start.
+	debug.FreeOSMemory()
 
 	// 4. Replicas in processes of their own, so that each heap is its own:
 	// first one holding every shard, then -replicas sharing them.
@@ -267,7 +279,7 @@ func run(ctx context.Context) error {
 // cost and 3. the API (and etcd) requests of idle clusters; with the
 // simulator, 4. how long scale-ups take to start with and without hung
 // clusters.
-func (r *results) oneReplica(ctx context.Context, cfg *rest.Config, sim *simProcess) error {
+func (r *results) oneReplica(ctx context.Context, cfg *rest.Config, sim *simulator) error {
 	scheme, c, namespaces, err := r.prepare(ctx, cfg)
 	if err != nil {
 		return err
@@ -340,7 +352,7 @@ func (r *results) prepare(ctx context.Context, cfg *rest.Config) (*apiruntime.Sc
 
 // measureHeap waits for the writes that follow Available to end, then
 // records them and the heap the operator holds above baseline.
-func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline heap, baseGoroutines int, sim *simProcess) error {
+func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline heap, baseGoroutines int, sim *simulator) error {
 	quiet := waitQuiet(ctx, count, 5*time.Second, perThousand(time.Minute, r.n))
 	formed := count.snapshot()
 	r.formWrites = formed.writes
@@ -369,7 +381,7 @@ func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline h
 }
 
 // measureIdle counts the operator's requests while the clusters are idle.
-func (r *results) measureIdle(ctx context.Context, count *apiCounter, sim *simProcess) error {
+func (r *results) measureIdle(ctx context.Context, count *apiCounter, sim *simulator) error {
 	if r.idleAfter > 0 {
 		fmt.Printf("waiting %s for the idle clusters' polls to reach their calm pace\n", r.idleAfter)
 		pause(ctx, r.idleAfter)
@@ -1051,7 +1063,11 @@ func (r *results) fakeMethod(b *strings.Builder) {
 
 func (r *results) simMethod(b *strings.Builder) {
 	fmt.Fprintf(b, "Method: envtest's kube-apiserver with the CRDs, and the operator's real controllers (`controllers.SetupShards` on a root manager, Leases on) with its real etcd client (`etcd.NewClientFactory()`: TLS gRPC, one connection kept per member, etcd's balanced client only for changes). ")
-	fmt.Fprintf(b, "etcd is `test/benchscale/etcdsim`, a simulator in a process of its own (its heap, %.1f MiB here, is not the operator's): one listener per member on 127.0.0.1, serving etcd's gRPC Cluster and Maintenance services over TLS with the member's serving certificate from the Secret the tls controller wrote, and requiring the operator's client certificate as the member's etcd would (--client-cert-auth); it answers MemberList, Status (leader itself, version of the member's spec), Alarm (none) and MemberAdd, MemberPromote and MemberRemove, and counts any other call as unimplemented (%s). ",
+	where := "in a process of its own (its heap, %.1f MiB here, is not the operator's)"
+	if r.simProcs > 1 {
+		where = "in " + inWords(r.simProcs) + " processes of its own, each cluster wholly in one, as the open-file limit here allows no more members in one (their heap, %.1f MiB here, is not the operator's)"
+	}
+	fmt.Fprintf(b, "etcd is `test/benchscale/etcdsim`, a simulator "+where+": one listener per member on 127.0.0.1, serving etcd's gRPC Cluster and Maintenance services over TLS with the member's serving certificate from the Secret the tls controller wrote, and requiring the operator's client certificate as the member's etcd would (--client-cert-auth); it answers MemberList, Status (leader itself, version of the member's spec), Alarm (none) and MemberAdd, MemberPromote and MemberRemove, and counts any other call as unimplemented (%s). ",
 		mib(r.simHeap), unimplemented(r.unimplemented))
 	fmt.Fprintf(b, "The member's client URL is a cluster DNS name that does not resolve here: a wrapper of the factory (`etcdsim.Factory`, in the benchmark only) rewrites each endpoint to its listener's 127.0.0.1 port, so the client checks the chain against the cluster's CA for the name 127.0.0.1 (the serving certificate covers it) instead of the member's DNS name; pkg/etcd has no hook to dial one address and check another name. ")
 	fmt.Fprintf(b, "The simulator keeps no data and has no raft: no elections, no disk, no latency beyond loopback, no key-value, watch or lease traffic, no alarms, and a cluster answers as soon as its member starts. A hung cluster models a paused process: its listeners go on accepting connections and the kernel their bytes, but nothing is read on or written, so no request, keepalive ping or TLS handshake is answered until it resumes. ")

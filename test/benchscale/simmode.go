@@ -31,25 +31,62 @@ import (
 	"github.com/raftsman/raftsman/test/benchscale/etcdsim"
 )
 
-// The etcd simulator runs in a process of its own, this program again with
-// -etcdsim-serve: what it holds is not the operator's.
+// The etcd simulator runs in processes of its own, this program again with
+// -etcdsim-serve: what they hold is not the operator's. Usually one; more
+// when the open-file limit, which cannot be raised, is too low for a
+// listener and a connection per member in one (each cluster is wholly in
+// one of them, etcdsim.ProcessOf).
+type simulator struct {
+	procs []*simProcess
+	ctl   *etcdsim.Control
+}
+
 type simProcess struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
-	ctl    *etcdsim.Control
+	addr   string
 	stderr lockedBuffer
 	exited chan struct{}
 }
 
-func startSimProcess(verbose bool) (*simProcess, error) {
+// startSimulator starts the simulator's processes.
+func startSimulator(verbose bool) (*simulator, error) {
+	procs, err := simProcessCount()
+	if err != nil {
+		return nil, err
+	}
+	files := simFiles(members(), *hung)
+	if procs > 1 {
+		files = simFilesEach(procs)
+	}
+	sim := &simulator{}
+	var addrs []string
+	for range procs {
+		p, err := startSimProcess(verbose, files)
+		if err != nil {
+			sim.stop()
+			return nil, err
+		}
+		sim.procs = append(sim.procs, p)
+		addrs = append(addrs, p.addr)
+	}
+	sim.ctl = etcdsim.NewControl(strings.Join(addrs, ","))
+	return sim, nil
+}
+
+func (s *simulator) stop() {
+	for _, p := range s.procs {
+		p.stop()
+	}
+}
+
+func startSimProcess(verbose bool, files uint64) (*simProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	p := &simProcess{exited: make(chan struct{})}
-	// The fleet's size, for the open files it needs.
-	p.cmd = exec.Command(self, "-etcdsim-serve", "-clusters="+strconv.Itoa(*clusters), "-scales="+strconv.Itoa(*scales),
-		"-hung="+strconv.Itoa(*hung), "-hang-for="+hangFor.String())
+	p.cmd = exec.Command(self, "-etcdsim-serve", "-etcdsim-files="+strconv.FormatUint(files, 10), "-clusters="+strconv.Itoa(*clusters), "-hung="+strconv.Itoa(*hung))
 	p.cmd.Stderr = &p.stderr
 	if verbose {
 		p.cmd.Stderr = os.Stderr
@@ -68,12 +105,10 @@ func startSimProcess(verbose bool) (*simProcess, error) {
 		_ = p.cmd.Wait()
 		close(p.exited)
 	}()
-	addr, err := etcdsim.ReadAddr(bufio.NewReader(out))
-	if err != nil {
+	if p.addr, err = etcdsim.ReadAddr(bufio.NewReader(out)); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("%w; its log:\n%s", err, p.stderr.String())
 	}
-	p.ctl = etcdsim.NewControl(addr)
 	return p, nil
 }
 
