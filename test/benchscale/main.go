@@ -799,11 +799,11 @@ func runReplicas(ctx context.Context, kubeconfig, simAddr string, n, shardCount 
 		case !ok:
 		case !quiet(reps) || since.IsZero() || !sameWork(reps, prev):
 			since = time.Now()
-		case time.Since(since) >= settleFor:
+		case time.Since(since) >= settleFor():
 			reps, err := done("settled")
 			return reps, "", err
 		}
-		if ok && time.Since(placedAt) >= busyFor && time.Since(shardsSince) >= settleFor {
+		if ok && time.Since(placedAt) >= busyFor && time.Since(shardsSince) >= settleFor() {
 			rate := float64(reconciles(reps)-placedReconciles) / time.Since(placedAt).Seconds()
 			reps, err := done("still busy")
 			return reps, fmt.Sprintf("never quiet: %.0f reconciles per second went on after every cluster had been reconciled once", rate), err
@@ -852,7 +852,13 @@ func sameShards(reps, prev []report) bool {
 // settleFor is how long the replicas' shards and work must stay the same
 // before they are measured: two lease durations, time enough for a replica
 // to hand a shard over if it were to.
-const settleFor = 2 * replicaLeaseDuration
+func settleFor() time.Duration { return 2 * leaseDuration() }
+
+// leaseDuration is the replicas' Lease duration for this run's fleet.
+func leaseDuration() time.Duration {
+	d, _, _ := replicaLease(*clusters)
+	return d
+}
 
 // placed: every shard is held by exactly one replica, the caches hold every
 // cluster, and each replica has started a pass over each of its clusters.
@@ -1065,7 +1071,11 @@ func (r *results) simMethod(b *strings.Builder) {
 	fmt.Fprintf(b, "Method: envtest's kube-apiserver with the CRDs, and the operator's real controllers (`controllers.SetupShards` on a root manager, Leases on) with its real etcd client (`etcd.NewClientFactory()`: TLS gRPC, one connection kept per member, etcd's balanced client only for changes). ")
 	where := "in a process of its own (its heap, %.1f MiB here, is not the operator's)"
 	if r.simProcs > 1 {
-		where = "in " + inWords(r.simProcs) + " processes of its own, each cluster wholly in one, as the open-file limit here allows no more members in one (their heap, %.1f MiB here, is not the operator's)"
+		why := "as one process would need more open files than the hard limit here, which this process may not raise, allows"
+		if *simProcs > 0 {
+			why = "as -sim-processes asked"
+		}
+		where = "in " + inWords(r.simProcs) + " processes of its own, each cluster wholly in one, " + why + " (their heap, %.1f MiB here, is not the operator's)"
 	}
 	fmt.Fprintf(b, "etcd is `test/benchscale/etcdsim`, a simulator "+where+": one listener per member on 127.0.0.1, serving etcd's gRPC Cluster and Maintenance services over TLS with the member's serving certificate from the Secret the tls controller wrote, and requiring the operator's client certificate as the member's etcd would (--client-cert-auth); it answers MemberList, Status (leader itself, version of the member's spec), Alarm (none) and MemberAdd, MemberPromote and MemberRemove, and counts any other call as unimplemented (%s). ",
 		mib(r.simHeap), unimplemented(r.unimplemented))
@@ -1083,7 +1093,7 @@ func (r *results) simMethod(b *strings.Builder) {
 			fmt.Fprintf(b, "Over the hang the Observer counted %.0f looks answered, %.0f without answer and %.0f demoted. ", s.looks["answered"], s.looks["no_answer"], s.looks["demoted"])
 		}
 	}
-	fmt.Fprintf(b, "For the split, %s replicas (a, b, ...) run in processes of their own with the real client against the same simulator, started together after one replica alone was measured the same way (and the clients of the operator measured before closed); figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.", inWords(r.replicas))
+	fmt.Fprintf(b, "For the split, %s replicas (a, b, ...) run in processes of their own with the real client against the same simulator, started together after one replica alone was measured the same way (and the clients of the operator measured before closed), their shard Leases lasting %s; figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.", inWords(r.replicas), leaseDuration())
 }
 
 // longest of the runs that ended.

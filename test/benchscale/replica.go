@@ -70,13 +70,16 @@ func (r report) cachedObjects() int {
 	return n
 }
 
-// The replica's lease timings are short so that a replica that dies without
-// releasing its Leases holds up the next one only briefly.
-const (
-	replicaLeaseDuration = 4 * time.Second
-	replicaRenewDeadline = 3 * time.Second
-	replicaRetryPeriod   = 500 * time.Millisecond
-)
+// replicaLease is the replicas' Lease duration, renew deadline and retry
+// period: short, so that a replica that dies without releasing its Leases
+// holds up the next one only briefly, but longer with the fleet, whose load
+// on the API server and on the replica's CPU (a larger heap to collect) may
+// delay a renewal: 4 s up to 2500 clusters, 16 s (about the operator's own
+// timings) at 10,000.
+func replicaLease(n int) (duration, renewDeadline, retryPeriod time.Duration) {
+	d := max(4*time.Second, 4*time.Second*time.Duration(n)/2500)
+	return d, d * 3 / 4, d / 8
+}
 
 // runReplica is the child process: one operator replica, a root manager and
 // the shard runner with Leases, on the API server of -kubeconfig. It answers
@@ -115,8 +118,8 @@ func runReplica(name string, shards int) error {
 		inFlight.Add(1)
 		return func() { inFlight.Add(-1) }
 	}
-	so := controllers.ShardOptions{Shards: shards, Leases: true, Namespace: operatorNamespace, Identity: name,
-		LeaseDuration: replicaLeaseDuration, RenewDeadline: replicaRenewDeadline, RetryPeriod: replicaRetryPeriod}
+	so := controllers.ShardOptions{Shards: shards, Leases: true, Namespace: operatorNamespace, Identity: name}
+	so.LeaseDuration, so.RenewDeadline, so.RetryPeriod = replicaLease(*clusters)
 	if err := controllers.SetupShards(root, opts, so); err != nil {
 		return err
 	}
@@ -133,7 +136,7 @@ func runReplica(name string, shards int) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(replicaLeaseDuration):
+	case <-time.After(so.LeaseDuration):
 		return errors.New("the managers did not stop in time")
 	}
 }
@@ -368,7 +371,7 @@ func (c *child) stop() {
 	_ = c.in.Close()
 	select {
 	case <-c.exited:
-	case <-time.After(2 * replicaLeaseDuration):
+	case <-time.After(2 * leaseDuration()):
 		_ = c.cmd.Process.Kill()
 		<-c.exited
 	}
