@@ -20,13 +20,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,8 +74,10 @@ var (
 	hung      = flag.Int("hung", 200, "with -etcd=sim, how many clusters hang (etcd paused, member Pods not Ready) while others scale")
 	scales    = flag.Int("scales", 5, "with -etcd=sim, how many clusters scale 1 -> 2 with none hung, and as many with -hung hung")
 	hangFor   = flag.Duration("hang-for", time.Minute, "with -etcd=sim, how long the hung clusters hang at least")
-	shards    = flag.Int("shards", 4, "number of shards, split over two replicas in the last measurement")
-	timeout   = flag.Duration("timeout", 6*time.Minute, "how long the clusters may take to become Available")
+	simProcs  = flag.Int("sim-processes", 0, "with -etcd=sim, how many processes share the simulated members (0: one, or as many as the open-file limit asks when it cannot be raised)")
+	shards    = flag.Int("shards", 4, "number of shards, split over -replicas replicas in the last measurement")
+	replicas  = flag.Int("replicas", 4, "number of replicas, each a process of its own, that share the shards in the last measurement (at most -shards)")
+	timeout   = flag.Duration("timeout", 0, "how long the clusters may take to become Available (0: 6m per 1000 clusters, at least 6m)")
 	verbose   = flag.Bool("v", false, "log the controllers to standard error")
 	// What a cluster costs is easier to cut with a profile at hand.
 	heapProfile = flag.String("heapprofile", "", "write the operator's heap profile to this file when its heap is measured")
@@ -82,7 +87,8 @@ var (
 	// The simulator is this program again with -etcdsim-serve; a replica
 	// reaches it at -etcdsim-addr. Not for people either.
 	etcdsimServe = flag.Bool("etcdsim-serve", false, "internal: run as the etcd simulator")
-	etcdsimAddr  = flag.String("etcdsim-addr", "", "internal: the etcd simulator's control address, for a replica")
+	etcdsimFiles = flag.Uint64("etcdsim-files", 0, "internal: the open files the etcd simulator process needs")
+	etcdsimAddr  = flag.String("etcdsim-addr", "", "internal: the etcd simulator's control addresses, for a replica")
 )
 
 const (
@@ -90,9 +96,12 @@ const (
 	// clustersPerNamespace spreads the clusters as a fleet would be.
 	clustersPerNamespace = 100
 	// The pass/fail lines of the targets.
-	heapTarget     = 64 << 10 // bytes per cluster
-	splitTolerance = 0.10     // of the clusters, around an even split
-	heapTolerance  = 0.10     // of one replica's heap, around half of it
+	heapTarget = 64 << 10 // bytes per cluster
+	// The split is read against an even one, each replica holding
+	// 1/replicas of the clusters and of one replica's heap, give or take
+	// a fifth of that (50% +- 10% with two replicas).
+	splitTolerance = 0.2
+	heapTolerance  = 0.2
 )
 
 func main() {
@@ -110,12 +119,27 @@ func main() {
 	var err error
 	switch {
 	case *etcdsimServe:
-		err = etcdsim.ServeChild()
+		if err = raiseFileLimit("the etcd simulator", *etcdsimFiles); err == nil {
+			err = etcdsim.ServeChild()
+		}
 	case *replica != "":
-		err = runReplica(*replica, *shards)
+		need := uint64(filesSpare)
+		if *etcdsimAddr != "" {
+			need = operatorFiles(members(), 0)
+		}
+		if err = raiseFileLimit("replica "+*replica, need); err == nil {
+			err = runReplica(*replica, *shards)
+		}
 	case *etcdMode != "sim" && *etcdMode != "fake":
 		err = fmt.Errorf("-etcd=%s: sim or fake", *etcdMode)
+	case *replicas < 1 || *shards < *replicas:
+		err = fmt.Errorf("-replicas=%d and -shards=%d: at least one replica, and a shard for each", *replicas, *shards)
 	default:
+		if *etcdMode == "sim" {
+			if err = raiseFileLimit("the benchmark, with the operator in its process,", operatorFiles(members(), *hung)); err != nil {
+				break
+			}
+		}
 		// SIGPIPE too: a closed standard output (bench-scale | head) would
 		// otherwise end the process at once and leave the API server running.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
@@ -141,8 +165,10 @@ func usage() {
 // results are the figures of one run.
 type results struct {
 	n, shards int
+	replicas  int // that share the shards in the last measurement
 	cpus      int
 	sim       bool          // the real etcd client against the simulator
+	simProcs  int           // the simulator's processes
 	created   time.Duration // first create to the last
 	converged time.Duration // first create to every cluster Available
 	// formWrites are the operator's writes until the clusters were formed
@@ -168,9 +194,10 @@ type results struct {
 	// idleLooks the Observer's looks at etcd by result.
 	idleReconciles, idleLooks map[string]float64
 	single                    report
-	pair                      []report
-	// singleNote and pairNote say why replicas were measured while busy.
-	singleNote, pairNote string
+	// split are the reports of the replicas that shared the shards.
+	split []report
+	// singleNote and splitNote say why replicas were measured while busy.
+	singleNote, splitNote string
 	// unimplemented are the calls the simulator does not answer, by method,
 	// over the whole run.
 	unimplemented map[string]int64
@@ -180,18 +207,19 @@ type results struct {
 
 func run(ctx context.Context) error {
 	began := time.Now()
-	r := &results{n: *clusters, shards: *shards, cpus: runtime.NumCPU(), idle: *idle, idleAfter: *idleAfter, sim: *etcdMode == "sim"}
+	r := &results{n: *clusters, shards: *shards, replicas: *replicas, cpus: runtime.NumCPU(), idle: *idle, idleAfter: *idleAfter, sim: *etcdMode == "sim"}
 	r.previous = readPrevious(*out)
-	var sim *simProcess
+	var sim *simulator
 	if r.sim {
 		if *hung < 0 || *scales < 1 || *hung+2**scales > r.n {
 			return fmt.Errorf("-hung=%d and -scales=%d need -clusters of at least %d", *hung, *scales, *hung+2**scales)
 		}
 		var err error
-		if sim, err = startSimProcess(*verbose); err != nil {
+		if sim, err = startSimulator(*verbose); err != nil {
 			return err
 		}
 		defer sim.stop()
+		r.simProcs = sim.ctl.Processes()
 		fmt.Printf("etcd simulator at %s\n", sim.ctl.Addr())
 	}
 	env, cfg, err := startAPIServer()
@@ -203,9 +231,12 @@ func run(ctx context.Context) error {
 	if err := r.oneReplica(ctx, cfg, sim); err != nil {
 		return err
 	}
+	// The operator of this process has stopped: what it held goes back to
+	// the system before the replicas, the run's peak of memory, start.
+	debug.FreeOSMemory()
 
 	// 4. Replicas in processes of their own, so that each heap is its own:
-	// first one holding every shard, then two sharing them.
+	// first one holding every shard, then -replicas sharing them.
 	kc, err := os.CreateTemp("", "benchscale-kubeconfig-")
 	if err != nil {
 		return err
@@ -226,7 +257,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	r.single, r.singleNote = single[0], note
-	if r.pair, r.pairNote, err = runReplicas(ctx, kc.Name(), simAddr, r.n, r.shards, "a", "b"); err != nil {
+	if r.split, r.splitNote, err = runReplicas(ctx, kc.Name(), simAddr, r.n, r.shards, replicaNames(r.replicas)...); err != nil {
 		return err
 	}
 
@@ -248,7 +279,7 @@ func run(ctx context.Context) error {
 // cost and 3. the API (and etcd) requests of idle clusters; with the
 // simulator, 4. how long scale-ups take to start with and without hung
 // clusters.
-func (r *results) oneReplica(ctx context.Context, cfg *rest.Config, sim *simProcess) error {
+func (r *results) oneReplica(ctx context.Context, cfg *rest.Config, sim *simulator) error {
 	scheme, c, namespaces, err := r.prepare(ctx, cfg)
 	if err != nil {
 		return err
@@ -262,7 +293,10 @@ func (r *results) oneReplica(ctx context.Context, cfg *rest.Config, sim *simProc
 	var factory etcd.Factory
 	var kub *simKubelet
 	if sim != nil {
-		factory, kub = newSimFactory(sim.ctl), newSimKubelet(sim.ctl)
+		simFactory := newSimFactory(sim.ctl)
+		factory, kub = simFactory, newSimKubelet(sim.ctl)
+		// Once the operator has stopped (deferred below, so run before).
+		defer simFactory.Close()
 	} else {
 		factory = newFakeEtcd(c)
 	}
@@ -318,8 +352,8 @@ func (r *results) prepare(ctx context.Context, cfg *rest.Config) (*apiruntime.Sc
 
 // measureHeap waits for the writes that follow Available to end, then
 // records them and the heap the operator holds above baseline.
-func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline heap, baseGoroutines int, sim *simProcess) error {
-	quiet := waitQuiet(ctx, count, 5*time.Second, time.Minute)
+func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline heap, baseGoroutines int, sim *simulator) error {
+	quiet := waitQuiet(ctx, count, 5*time.Second, perThousand(time.Minute, r.n))
 	formed := count.snapshot()
 	r.formWrites = formed.writes
 	fmt.Printf("writes quiet %.1fs after; to form them the operator sent %d reads, %d writes (%.1f per cluster: %v), %d lease requests\n",
@@ -347,7 +381,7 @@ func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline h
 }
 
 // measureIdle counts the operator's requests while the clusters are idle.
-func (r *results) measureIdle(ctx context.Context, count *apiCounter, sim *simProcess) error {
+func (r *results) measureIdle(ctx context.Context, count *apiCounter, sim *simulator) error {
 	if r.idleAfter > 0 {
 		fmt.Printf("waiting %s for the idle clusters' polls to reach their calm pace\n", r.idleAfter)
 		pause(ctx, r.idleAfter)
@@ -412,13 +446,26 @@ func (r *results) form(ctx context.Context, c client.WithWatch, namespaces []str
 	}
 	r.created = time.Since(first)
 	fmt.Printf("created %d clusters in %.1fs\n", r.n, r.created.Seconds())
-	select {
-	case <-avail.all:
-		r.converged = avail.at.Sub(first)
-	case <-time.After(*timeout):
-		return fmt.Errorf("%d of %d clusters Available after %s", avail.count(), r.n, *timeout)
-	case <-ctx.Done():
-		return ctx.Err()
+	limit := *timeout
+	if limit == 0 {
+		limit = perThousand(6*time.Minute, r.n)
+	}
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	// A large fleet takes a while: say how far it got now and then.
+	progress := time.NewTicker(time.Minute)
+	defer progress.Stop()
+	for r.converged == 0 {
+		select {
+		case <-avail.all:
+			r.converged = avail.at.Sub(first)
+		case <-progress.C:
+			fmt.Printf("  %d of %d Available %.0fs after the first create\n", avail.count(), r.n, time.Since(first).Seconds())
+		case <-deadline.C:
+			return fmt.Errorf("%d of %d clusters Available %s after the creates (-timeout)", avail.count(), r.n, limit)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	p50, p90, longest := avail.spread()
 	fmt.Printf("all %d Available %.1fs after the first create; each from its create: median %.1fs, 90th percentile %.1fs, longest %.1fs\n",
@@ -532,6 +579,12 @@ func createClusters(ctx context.Context, c client.Client, namespaces []string, n
 		}
 		return nil
 	})
+}
+
+// perThousand is d for every 1000 clusters of the run, and at least d: the
+// limit of a wait whose work grows with the clusters.
+func perThousand(d time.Duration, n int) time.Duration {
+	return max(d, d*time.Duration(n)/1000)
 }
 
 // eachAtOnce runs fn for 0..n-1, 8 at once (client-go's
@@ -704,12 +757,21 @@ func runReplicas(ctx context.Context, kubeconfig, simAddr string, n, shardCount 
 	var prev []report
 	var since, placedAt, shardsSince time.Time
 	var placedReconciles int64
-	deadline := time.Now().Add(3 * time.Minute)
-	done := func(reps []report, how string) {
-		for _, rep := range reps {
+	limit := perThousand(3*time.Minute, n)
+	deadline := time.Now().Add(limit)
+	// done measures the replicas once they are ready to be.
+	done := func(how string) ([]report, error) {
+		reps := make([]report, 0, len(children))
+		for _, c := range children {
+			rep, err := c.report("measure")
+			if err != nil {
+				return nil, err
+			}
 			fmt.Printf("replica %s (%s %.0fs after its start): shards %v, %d clusters, %d cached objects %v, heap in use %.1f MiB, live %.1f MiB, %d reconciles\n",
 				rep.Replica, how, time.Since(start).Seconds(), rep.Shards, rep.Clusters, rep.cachedObjects(), rep.Objects, mib(rep.Heap), mib(rep.Live), rep.Reconciles)
+			reps = append(reps, rep)
 		}
+		return reps, nil
 	}
 	for {
 		pause(ctx, time.Second)
@@ -718,7 +780,7 @@ func runReplicas(ctx context.Context, kubeconfig, simAddr string, n, shardCount 
 		}
 		reps := make([]report, 0, len(children))
 		for _, c := range children {
-			rep, err := c.report()
+			rep, err := c.report("progress")
 			if err != nil {
 				return nil, "", err
 			}
@@ -737,17 +799,17 @@ func runReplicas(ctx context.Context, kubeconfig, simAddr string, n, shardCount 
 		case !ok:
 		case !quiet(reps) || since.IsZero() || !sameWork(reps, prev):
 			since = time.Now()
-		case time.Since(since) >= settleFor:
-			done(reps, "settled")
-			return reps, "", nil
+		case time.Since(since) >= settleFor():
+			reps, err := done("settled")
+			return reps, "", err
 		}
-		if ok && time.Since(placedAt) >= busyFor && time.Since(shardsSince) >= settleFor {
+		if ok && time.Since(placedAt) >= busyFor && time.Since(shardsSince) >= settleFor() {
 			rate := float64(reconciles(reps)-placedReconciles) / time.Since(placedAt).Seconds()
-			done(reps, "still busy")
-			return reps, fmt.Sprintf("never quiet: %.0f reconciles per second went on after every cluster had been reconciled once", rate), nil
+			reps, err := done("still busy")
+			return reps, fmt.Sprintf("never quiet: %.0f reconciles per second went on after every cluster had been reconciled once", rate), err
 		}
 		if time.Now().After(deadline) {
-			return nil, "", fmt.Errorf("replicas %v not settled after 3 minutes: %+v", names, reps)
+			return nil, "", fmt.Errorf("replicas %v not settled after %s: %+v", names, limit, reps)
 		}
 		prev = reps
 	}
@@ -790,7 +852,13 @@ func sameShards(reps, prev []report) bool {
 // settleFor is how long the replicas' shards and work must stay the same
 // before they are measured: two lease durations, time enough for a replica
 // to hand a shard over if it were to.
-const settleFor = 2 * replicaLeaseDuration
+func settleFor() time.Duration { return 2 * leaseDuration() }
+
+// leaseDuration is the replicas' Lease duration for this run's fleet.
+func leaseDuration() time.Duration {
+	d, _, _ := replicaLease(*clusters)
+	return d
+}
 
 // placed: every shard is held by exactly one replica, the caches hold every
 // cluster, and each replica has started a pass over each of its clusters.
@@ -867,10 +935,13 @@ func (r *results) markdown(now time.Time) string {
 	if r.sim {
 		who = "the API server, its etcd, the operator and the etcd simulator"
 	}
-	fmt.Fprintf(&b, "Written by `make bench-scale` on %s; one run with N = %d clusters of one member each and %d shards; %s shared %d CPUs.\n\n",
-		now.UTC().Format("2006-01-02 15:04 UTC"), r.n, r.shards, who, r.cpus)
+	fmt.Fprintf(&b, "Written by `make bench-scale` on %s; one run with N = %d clusters of one member each and %d shards, %s sharing them in the last measurement; %s shared %d CPUs.\n\n",
+		now.UTC().Format("2006-01-02 15:04 UTC"), r.n, r.shards, inWords(r.replicas)+" replicas", who, r.cpus)
 	last := "last round"
-	if r.previous.written != "" {
+	switch {
+	case r.previous.written != "" && r.previous.n != 0:
+		last = fmt.Sprintf("last round (%s, N = %d, %s)", r.previous.written, r.previous.n, r.previous.title)
+	case r.previous.written != "":
 		last = fmt.Sprintf("last round (%s, %s)", r.previous.written, r.previous.title)
 	}
 	fmt.Fprintf(&b, "| measurement | value | %s | target | met? |\n|---|---|---|---|---|\n", last)
@@ -878,7 +949,15 @@ func (r *results) markdown(now time.Time) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", label, value, r.previous.value(label), target, met)
 	}
 	row(fmt.Sprintf("first create to all %d clusters Available (the creates took %.1f s)", r.n, r.created.Seconds()), fmt.Sprintf("%.1f s", r.converged.Seconds()), "", "")
-	row("operator API writes per cluster to form it (events included, lease renewals left out)", fmt.Sprintf("%.1f", float64(r.formWrites)/float64(r.n)), "", "")
+	// What forming a cluster writes should not grow with the fleet: held to
+	// the figure of a round at another N.
+	formLabel := "operator API writes per cluster to form it (events included, lease renewals left out)"
+	formWrites := float64(r.formWrites) / float64(r.n)
+	formTarget, formMet := "", ""
+	if ref, at, ok := r.previous.reference(formLabel, r.n); ok {
+		formTarget, formMet = referenceTarget(ref, at), yes(math.Round(10*formWrites) <= math.Round(10*ref))
+	}
+	row(formLabel, fmt.Sprintf("%.1f", formWrites), formTarget, formMet)
 	row("operator heap in use per cluster, one replica running every shard", fmt.Sprintf("%.1f KiB", heapPerCluster),
 		fmt.Sprintf("<= %d KiB", heapTarget>>10), yes(heapPerCluster <= kib(heapTarget)))
 	perCl := func(v int64) float64 { return float64(v) / float64(r.n) }
@@ -931,21 +1010,31 @@ func (r *results) markdown(now time.Time) string {
 			fmt.Sprintf("%.2f", float64(s.healthyCost.total())/s.hungFor.Minutes()/float64(s.healthy)), "", "")
 	}
 
+	// The split rows name the number of replicas in words, so that a
+	// round with another number has rows of its own in the last round
+	// column (rowKey turns digits into #).
 	var split, heaps, objects []string
-	splitOK, heapOK := len(r.pair) == 2, len(r.pair) == 2
-	for _, p := range r.pair {
+	even := 1 / float64(r.replicas)
+	splitOK, heapOK := len(r.split) == r.replicas, len(r.split) == r.replicas
+	var heapSum int64
+	for _, p := range r.split {
 		share := float64(p.Clusters) / float64(r.n)
 		ratio := float64(p.Heap) / float64(r.single.Heap)
-		splitOK = splitOK && share >= 0.5-splitTolerance && share <= 0.5+splitTolerance
-		heapOK = heapOK && ratio >= 0.5-heapTolerance && ratio <= 0.5+heapTolerance
+		splitOK = splitOK && math.Abs(share-even) <= even*splitTolerance
+		heapOK = heapOK && math.Abs(ratio-even) <= even*heapTolerance
+		heapSum += p.Heap
 		split = append(split, fmt.Sprintf("%s: %d (%.0f%%, shards %s)", p.Replica, p.Clusters, 100*share, shardList(p.Shards)))
 		heaps = append(heaps, fmt.Sprintf("%s: %.1f MiB (%.2f)", p.Replica, mib(p.Heap), ratio))
 		objects = append(objects, fmt.Sprintf("%s: %d", p.Replica, p.cachedObjects()))
 	}
-	row("clusters per replica, two replicas", strings.Join(split, "; "), fmt.Sprintf("50%% +- %.0f%% each", 100*splitTolerance), yes(splitOK))
-	row(fmt.Sprintf("objects in the shard caches per replica (one replica alone: %d)", r.single.cachedObjects()), strings.Join(objects, "; "), "", "")
-	row(fmt.Sprintf("heap in use per replica, and its ratio to one replica alone (%.1f MiB)", mib(r.single.Heap)), strings.Join(heaps, "; "),
-		fmt.Sprintf("about half (%.1f-%.1f)", 0.5-heapTolerance, 0.5+heapTolerance), yes(heapOK))
+	reps := inWords(r.replicas) + " replicas"
+	row(fmt.Sprintf("clusters per replica, %s sharing the %d shards (its share of the clusters, and the shards it holds)", reps, r.shards), strings.Join(split, "; "),
+		fmt.Sprintf("%.0f%% +- %.0f%% each", 100*even, 100*even*splitTolerance), yes(splitOK))
+	row(fmt.Sprintf("objects in the shard caches per replica, %s (one replica alone: %d)", reps, r.single.cachedObjects()), strings.Join(objects, "; "), "", "")
+	row(fmt.Sprintf("heap in use per replica, %s, and its ratio to one replica alone (%.1f MiB)", reps, mib(r.single.Heap)), strings.Join(heaps, "; "),
+		fmt.Sprintf("about 1/%d (%.2f-%.2f) each", r.replicas, even*(1-heapTolerance), even*(1+heapTolerance)), yes(heapOK))
+	row(fmt.Sprintf("heap in use of the %s together, as a multiple of one replica alone (each replica's root manager watches the metadata of every cluster)", reps),
+		fmt.Sprintf("%.2f (%.1f MiB)", float64(heapSum)/float64(r.single.Heap), mib(heapSum)), "", "")
 
 	b.WriteString("\n")
 	// An operator that looks at its idle clusters far more often than its
@@ -958,8 +1047,8 @@ func (r *results) markdown(now time.Time) string {
 	} else {
 		r.fakeMethod(&b)
 	}
-	if r.singleNote != "" || r.pairNote != "" {
-		fmt.Fprintf(&b, " The replicas never went quiet, so were measured a minute after each had reconciled its clusters once: one alone %s; the two %s.", orNone(r.singleNote), orNone(r.pairNote))
+	if r.singleNote != "" || r.splitNote != "" {
+		fmt.Fprintf(&b, " The replicas never went quiet, so were measured a minute after each had reconciled its clusters once: one alone %s; the %s %s.", orNone(r.singleNote), inWords(r.replicas), orNone(r.splitNote))
 	}
 	if r.previous.written != "" {
 		fmt.Fprintf(&b, " The last round column holds the figures of the section this run replaced, row by row where a row of the same measurement was there.")
@@ -975,12 +1064,20 @@ func (r *results) fakeMethod(b *strings.Builder) {
 		kib(r.heap.live)/float64(r.n))
 	fmt.Fprintf(b, "Requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f). ",
 		r.idle, r.idleWrites, sum(r.idleWritesByResource))
-	fmt.Fprintf(b, "For the split, the replicas run in processes of their own, started together after one replica alone was measured the same way; figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.")
+	fmt.Fprintf(b, "For the split, %s replicas (a, b, ...) run in processes of their own, started together after one replica alone was measured the same way; figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.", inWords(r.replicas))
 }
 
 func (r *results) simMethod(b *strings.Builder) {
 	fmt.Fprintf(b, "Method: envtest's kube-apiserver with the CRDs, and the operator's real controllers (`controllers.SetupShards` on a root manager, Leases on) with its real etcd client (`etcd.NewClientFactory()`: TLS gRPC, one connection kept per member, etcd's balanced client only for changes). ")
-	fmt.Fprintf(b, "etcd is `test/benchscale/etcdsim`, a simulator in a process of its own (its heap, %.1f MiB here, is not the operator's): one listener per member on 127.0.0.1, serving etcd's gRPC Cluster and Maintenance services over TLS with the member's serving certificate from the Secret the tls controller wrote, and requiring the operator's client certificate as the member's etcd would (--client-cert-auth); it answers MemberList, Status (leader itself, version of the member's spec), Alarm (none) and MemberAdd, MemberPromote and MemberRemove, and counts any other call as unimplemented (%s). ",
+	where := "in a process of its own (its heap, %.1f MiB here, is not the operator's)"
+	if r.simProcs > 1 {
+		why := "as one process would need more open files than the hard limit here, which this process may not raise, allows"
+		if *simProcs > 0 {
+			why = "as -sim-processes asked"
+		}
+		where = "in " + inWords(r.simProcs) + " processes of its own, each cluster wholly in one, " + why + " (their heap, %.1f MiB here, is not the operator's)"
+	}
+	fmt.Fprintf(b, "etcd is `test/benchscale/etcdsim`, a simulator "+where+": one listener per member on 127.0.0.1, serving etcd's gRPC Cluster and Maintenance services over TLS with the member's serving certificate from the Secret the tls controller wrote, and requiring the operator's client certificate as the member's etcd would (--client-cert-auth); it answers MemberList, Status (leader itself, version of the member's spec), Alarm (none) and MemberAdd, MemberPromote and MemberRemove, and counts any other call as unimplemented (%s). ",
 		mib(r.simHeap), unimplemented(r.unimplemented))
 	fmt.Fprintf(b, "The member's client URL is a cluster DNS name that does not resolve here: a wrapper of the factory (`etcdsim.Factory`, in the benchmark only) rewrites each endpoint to its listener's 127.0.0.1 port, so the client checks the chain against the cluster's CA for the name 127.0.0.1 (the serving certificate covers it) instead of the member's DNS name; pkg/etcd has no hook to dial one address and check another name. ")
 	fmt.Fprintf(b, "The simulator keeps no data and has no raft: no elections, no disk, no latency beyond loopback, no key-value, watch or lease traffic, no alarms, and a cluster answers as soon as its member starts. A hung cluster models a paused process: its listeners go on accepting connections and the kernel their bytes, but nothing is read on or written, so no request, keepalive ping or TLS handshake is answered until it resumes. ")
@@ -996,7 +1093,7 @@ func (r *results) simMethod(b *strings.Builder) {
 			fmt.Fprintf(b, "Over the hang the Observer counted %.0f looks answered, %.0f without answer and %.0f demoted. ", s.looks["answered"], s.looks["no_answer"], s.looks["demoted"])
 		}
 	}
-	fmt.Fprintf(b, "For the split, the replicas run in processes of their own with the real client against the same simulator, started together after one replica alone was measured the same way; figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.")
+	fmt.Fprintf(b, "For the split, %s replicas (a, b, ...) run in processes of their own with the real client against the same simulator, started together after one replica alone was measured the same way (and the clients of the operator measured before closed), their shard Leases lasting %s; figures are read once every shard is held and each replica has reconciled its clusters once. A replica's heap includes its root manager, which watches the metadata of every cluster.", inWords(r.replicas), leaseDuration())
 }
 
 // longest of the runs that ended.
@@ -1011,10 +1108,11 @@ func longest(runs []scaleRun, of func(scaleRun) time.Duration) string {
 }
 
 // previousSection is what the section this run replaces said: its mode,
-// its date and its figures by row.
+// its date, its N, and its figures and targets by row.
 type previousSection struct {
-	title, written string
-	values         map[string]string
+	title, written  string
+	n               int
+	values, targets map[string]string
 }
 
 // readPrevious reads the section between the markers in path, if any.
@@ -1029,7 +1127,7 @@ func readPrevious(path string) previousSection {
 	if start < 0 || end < start {
 		return p
 	}
-	p.values = map[string]string{}
+	p.values, p.targets = map[string]string{}, map[string]string{}
 	for line := range strings.SplitSeq(s[start+len(beginMarker):end], "\n") {
 		switch {
 		case strings.HasPrefix(line, "## Scale ("):
@@ -1038,10 +1136,16 @@ func readPrevious(path string) previousSection {
 			if m := writtenOn.FindStringSubmatch(line); m != nil {
 				p.written = m[1]
 			}
+			if m := writtenN.FindStringSubmatch(line); m != nil {
+				p.n, _ = strconv.Atoi(m[1])
+			}
 		case strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| measurement"):
 			cells := strings.Split(strings.Trim(line, "| "), " | ")
 			if len(cells) >= 2 {
 				p.values[rowKey(cells[0])] = cells[1]
+			}
+			if len(cells) >= 4 {
+				p.targets[rowKey(cells[0])] = cells[3]
 			}
 		}
 	}
@@ -1050,7 +1154,10 @@ func readPrevious(path string) previousSection {
 
 var (
 	writtenOn = regexp.MustCompile(` on (\d{4}-\d{2}-\d{2})`)
+	writtenN  = regexp.MustCompile(`N = (\d+) clusters`)
 	digitRuns = regexp.MustCompile(`[0-9]+`)
+	// heldTo is a target cell that referenceTarget wrote.
+	heldTo = regexp.MustCompile(`^<= ([0-9.]+) \(as at N = (\d+)\)$`)
 )
 
 // rowKey is a row's measurement without its parenthesis and numbers, which
@@ -1065,6 +1172,54 @@ func rowKey(label string) string {
 // value is the previous figure of a row, if it had one.
 func (p previousSection) value(label string) string {
 	return p.values[rowKey(label)]
+}
+
+// reference is the figure a row of this run at N = n is held to, and the N
+// it was measured at: the last round's figure when that round had another
+// N, else the reference the last round was itself held to, so that reruns
+// at one N keep the figure of the N before.
+func (p previousSection) reference(label string, n int) (value float64, at int, ok bool) {
+	if p.n != 0 && p.n != n {
+		if v, err := strconv.ParseFloat(p.value(label), 64); err == nil {
+			return v, p.n, true
+		}
+	}
+	if m := heldTo.FindStringSubmatch(p.targets[rowKey(label)]); m != nil {
+		v, verr := strconv.ParseFloat(m[1], 64)
+		at, aerr := strconv.Atoi(m[2])
+		if verr == nil && aerr == nil && at != n {
+			return v, at, true
+		}
+	}
+	return 0, 0, false
+}
+
+// referenceTarget is the target cell of a row held to a figure of another N.
+func referenceTarget(v float64, at int) string {
+	return fmt.Sprintf("<= %.1f (as at N = %d)", v, at)
+}
+
+// inWords writes small counts in words, so that a row label keeps them
+// through rowKey.
+func inWords(n int) string {
+	words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"}
+	if n >= 0 && n < len(words) {
+		return words[n]
+	}
+	return strconv.Itoa(n)
+}
+
+// replicaNames are the names of n replicas: a, b, ... z, then r27, r28 ...
+func replicaNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		if i < 26 {
+			names[i] = string(rune('a' + i))
+		} else {
+			names[i] = "r" + strconv.Itoa(i+1)
+		}
+	}
+	return names
 }
 
 func shardList(s []int) string {

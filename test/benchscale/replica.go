@@ -37,17 +37,20 @@ import (
 )
 
 // report is what a replica process tells about itself, one JSON line per
-// "report" line it reads on its standard input.
+// line it reads on its standard input: "progress" for what the parent
+// waits on, cheap enough to ask every second however many the clusters;
+// "measure" for that and the heap and the objects of every kind.
 type report struct {
 	Replica string `json:"replica"`
 	// Shards are the shards whose Leases the replica holds.
 	Shards []int `json:"shards"`
 	// Clusters is the number of EtcdClusters in its shard caches.
 	Clusters int `json:"clusters"`
-	// Objects counts the objects in its shard caches by kind.
+	// Objects counts the objects in its shard caches by kind (EtcdClusters
+	// only, for progress).
 	Objects map[string]int `json:"objects"`
 	// Heap and Live are HeapInuse and HeapAlloc after a GC, less the same
-	// before its managers started.
+	// before its managers started; measured only.
 	Heap int64 `json:"heap"`
 	Live int64 `json:"live"`
 	// Reconciles started by its cluster controllers, and those running now:
@@ -67,13 +70,16 @@ func (r report) cachedObjects() int {
 	return n
 }
 
-// The replica's lease timings are short so that a replica that dies without
-// releasing its Leases holds up the next one only briefly.
-const (
-	replicaLeaseDuration = 4 * time.Second
-	replicaRenewDeadline = 3 * time.Second
-	replicaRetryPeriod   = 500 * time.Millisecond
-)
+// replicaLease is the replicas' Lease duration, renew deadline and retry
+// period: short, so that a replica that dies without releasing its Leases
+// holds up the next one only briefly, but longer with the fleet, whose load
+// on the API server and on the replica's CPU (a larger heap to collect) may
+// delay a renewal: 4 s up to 2500 clusters, 16 s (about the operator's own
+// timings) at 10,000.
+func replicaLease(n int) (duration, renewDeadline, retryPeriod time.Duration) {
+	d := max(4*time.Second, 4*time.Second*time.Duration(n)/2500)
+	return d, d * 3 / 4, d / 8
+}
 
 // runReplica is the child process: one operator replica, a root manager and
 // the shard runner with Leases, on the API server of -kubeconfig. It answers
@@ -112,8 +118,8 @@ func runReplica(name string, shards int) error {
 		inFlight.Add(1)
 		return func() { inFlight.Add(-1) }
 	}
-	so := controllers.ShardOptions{Shards: shards, Leases: true, Namespace: operatorNamespace, Identity: name,
-		LeaseDuration: replicaLeaseDuration, RenewDeadline: replicaRenewDeadline, RetryPeriod: replicaRetryPeriod}
+	so := controllers.ShardOptions{Shards: shards, Leases: true, Namespace: operatorNamespace, Identity: name}
+	so.LeaseDuration, so.RenewDeadline, so.RetryPeriod = replicaLease(*clusters)
 	if err := controllers.SetupShards(root, opts, so); err != nil {
 		return err
 	}
@@ -130,25 +136,30 @@ func runReplica(name string, shards int) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(replicaLeaseDuration):
+	case <-time.After(so.LeaseDuration):
 		return errors.New("the managers did not stop in time")
 	}
 }
 
 // answerReports answers each line of standard input with a report of the
-// replica, until the input ends.
+// replica, until the input ends. Only a measure collects garbage (a
+// whole-heap GC each second would hold back the replica being waited for)
+// and counts every kind.
 func answerReports(ctx context.Context, name string, baseline heap, started, inFlight *atomic.Int64) error {
 	in := bufio.NewScanner(os.Stdin)
 	enc := json.NewEncoder(os.Stdout)
 	for in.Scan() {
-		h := heapNow().minus(baseline)
-		r := report{Replica: name, Heap: h.inuse, Live: h.live, Reconciles: started.Load(), InFlight: inFlight.Load()}
-		// Counting after the heap: reading the caches copies objects.
+		measure := in.Text() == "measure"
+		r := report{Replica: name, Reconciles: started.Load(), InFlight: inFlight.Load()}
+		if measure {
+			h := heapNow().minus(baseline)
+			r.Heap, r.Live = h.inuse, h.live
+		}
 		var err error
 		if r.Shards, err = heldShards(); err != nil {
 			return err
 		}
-		if r.Objects, err = cachedObjects(ctx); err != nil {
+		if r.Objects, err = cachedObjects(ctx, measure); err != nil {
 			r.Error = err.Error()
 		}
 		r.Clusters = r.Objects["EtcdCluster"]
@@ -225,8 +236,9 @@ func heldShards() ([]int, error) {
 }
 
 // cachedObjects counts, by kind, the objects in the caches of the shards
-// this process runs.
-func cachedObjects(ctx context.Context) (map[string]int, error) {
+// this process runs: every kind, or EtcdClusters only. The lists share the
+// cache's objects rather than copy them.
+func cachedObjects(ctx context.Context, every bool) (map[string]int, error) {
 	lists := map[string]func() client.ObjectList{
 		"EtcdCluster":           func() client.ObjectList { return &etcdv1.EtcdClusterList{} },
 		"EtcdMember":            func() client.ObjectList { return &etcdv1.EtcdMemberList{} },
@@ -243,8 +255,11 @@ func cachedObjects(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
 	for _, cache := range kube.Caches.All() {
 		for kind, newList := range lists {
+			if !every && kind != "EtcdCluster" {
+				continue
+			}
 			l := newList()
-			if err := cache.List(ctx, l); err != nil {
+			if err := cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 				return nil, fmt.Errorf("list %s from a shard cache: %w", kind, err)
 			}
 			out[kind] += meta.LenList(l)
@@ -270,7 +285,8 @@ func startChild(name, kubeconfig, simAddr string, shards int, verbose bool) (*ch
 		return nil, err
 	}
 	c := &child{name: name, exited: make(chan struct{})}
-	c.cmd = exec.Command(self, "-replica="+name, "-kubeconfig="+kubeconfig, "-shards="+strconv.Itoa(shards), "-v="+strconv.FormatBool(verbose), "-etcdsim-addr="+simAddr)
+	c.cmd = exec.Command(self, "-replica="+name, "-kubeconfig="+kubeconfig, "-shards="+strconv.Itoa(shards), "-v="+strconv.FormatBool(verbose), "-etcdsim-addr="+simAddr,
+		"-clusters="+strconv.Itoa(*clusters), "-scales="+strconv.Itoa(*scales))
 	// Kept to tell why a replica failed; shown as it goes with -v.
 	c.cmd.Stderr = &c.stderr
 	if verbose {
@@ -294,8 +310,8 @@ func startChild(name, kubeconfig, simAddr string, shards int, verbose bool) (*ch
 	return c, nil
 }
 
-// report asks the replica for a report.
-func (c *child) report() (report, error) {
+// report asks the replica for a report: "progress" or "measure".
+func (c *child) report(kind string) (report, error) {
 	type answer struct {
 		r   report
 		err error
@@ -303,7 +319,7 @@ func (c *child) report() (report, error) {
 	got := make(chan answer, 1)
 	go func() {
 		var a answer
-		switch _, err := io.WriteString(c.in, "report\n"); {
+		switch _, err := io.WriteString(c.in, kind+"\n"); {
 		case err != nil:
 			a.err = err
 		case !c.out.Scan():
@@ -355,7 +371,7 @@ func (c *child) stop() {
 	_ = c.in.Close()
 	select {
 	case <-c.exited:
-	case <-time.After(2 * replicaLeaseDuration):
+	case <-time.After(2 * leaseDuration()):
 		_ = c.cmd.Process.Kill()
 		<-c.exited
 	}

@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,23 +31,62 @@ import (
 	"github.com/raftsman/raftsman/test/benchscale/etcdsim"
 )
 
-// The etcd simulator runs in a process of its own, this program again with
-// -etcdsim-serve: what it holds is not the operator's.
+// The etcd simulator runs in processes of its own, this program again with
+// -etcdsim-serve: what they hold is not the operator's. Usually one; more
+// when the open-file limit, which cannot be raised, is too low for a
+// listener and a connection per member in one (each cluster is wholly in
+// one of them, etcdsim.ProcessOf).
+type simulator struct {
+	procs []*simProcess
+	ctl   *etcdsim.Control
+}
+
 type simProcess struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
-	ctl    *etcdsim.Control
+	addr   string
 	stderr lockedBuffer
 	exited chan struct{}
 }
 
-func startSimProcess(verbose bool) (*simProcess, error) {
+// startSimulator starts the simulator's processes.
+func startSimulator(verbose bool) (*simulator, error) {
+	procs, err := simProcessCount()
+	if err != nil {
+		return nil, err
+	}
+	files := simFiles(members(), *hung)
+	if procs > 1 {
+		files = simFilesEach(procs)
+	}
+	sim := &simulator{}
+	var addrs []string
+	for range procs {
+		p, err := startSimProcess(verbose, files)
+		if err != nil {
+			sim.stop()
+			return nil, err
+		}
+		sim.procs = append(sim.procs, p)
+		addrs = append(addrs, p.addr)
+	}
+	sim.ctl = etcdsim.NewControl(strings.Join(addrs, ","))
+	return sim, nil
+}
+
+func (s *simulator) stop() {
+	for _, p := range s.procs {
+		p.stop()
+	}
+}
+
+func startSimProcess(verbose bool, files uint64) (*simProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	p := &simProcess{exited: make(chan struct{})}
-	p.cmd = exec.Command(self, "-etcdsim-serve")
+	p.cmd = exec.Command(self, "-etcdsim-serve", "-etcdsim-files="+strconv.FormatUint(files, 10), "-clusters="+strconv.Itoa(*clusters), "-hung="+strconv.Itoa(*hung))
 	p.cmd.Stderr = &p.stderr
 	if verbose {
 		p.cmd.Stderr = os.Stderr
@@ -64,12 +105,10 @@ func startSimProcess(verbose bool) (*simProcess, error) {
 		_ = p.cmd.Wait()
 		close(p.exited)
 	}()
-	addr, err := etcdsim.ReadAddr(bufio.NewReader(out))
-	if err != nil {
+	if p.addr, err = etcdsim.ReadAddr(bufio.NewReader(out)); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("%w; its log:\n%s", err, p.stderr.String())
 	}
-	p.ctl = etcdsim.NewControl(addr)
 	return p, nil
 }
 
@@ -350,7 +389,7 @@ func (r *results) measureScales(ctx context.Context, c client.WithWatch, ctl *et
 	if err := setPodsReady(ctx, c, hung, true); err != nil {
 		return err
 	}
-	sf.unsettled = waitAvailable(ctx, c, 3*time.Minute)
+	sf.unsettled = waitAvailable(ctx, c, r.n, perThousand(3*time.Minute, r.n))
 	sf.settled = time.Since(resumed)
 	fmt.Printf("resumed: every cluster Available again after %.1fs (%d not)\n", sf.settled.Seconds(), sf.unsettled)
 	return nil
@@ -429,26 +468,45 @@ func setPodsReady(ctx context.Context, c client.Client, keys []string, ready boo
 	})
 }
 
-// waitAvailable waits until every cluster is Available for its
-// generation, and returns how many are not when it gives up.
-func waitAvailable(ctx context.Context, c client.Client, limit time.Duration) int {
-	deadline := time.Now().Add(limit)
-	for {
-		list := &etcdv1.EtcdClusterList{}
-		missing := -1
-		if err := c.List(ctx, list); err == nil {
-			missing = 0
-			for _, cl := range list.Items {
-				if !kube.IsTrue(cl.Status.Conditions, etcdv1.ConditionAvailable, cl.Generation) {
-					missing++
-				}
+// waitAvailable waits until each of the n clusters is Available for its
+// generation, and returns how many are not when it gives up. It watches:
+// listing every cluster every few seconds would weigh on the API server
+// the operator uses, the more so the larger the fleet.
+func waitAvailable(ctx context.Context, c client.WithWatch, n int, limit time.Duration) int {
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var mu sync.Mutex
+	available := map[string]bool{}
+	all, closed := make(chan struct{}), false
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		watchAll(wctx, c, &etcdv1.EtcdClusterList{}, nil, func(obj apiruntime.Object) {
+			cl, ok := obj.(*etcdv1.EtcdCluster)
+			if !ok {
+				return
 			}
-		}
-		if missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return missing
-		}
-		pause(ctx, 2*time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			if kube.IsTrue(cl.Status.Conditions, etcdv1.ConditionAvailable, cl.Generation) {
+				available[cl.Namespace+"/"+cl.Name] = true
+			} else {
+				delete(available, cl.Namespace+"/"+cl.Name)
+			}
+			if !closed && len(available) == n {
+				close(all)
+				closed = true
+			}
+		})
+	})
+	select {
+	case <-all:
+	case <-wctx.Done():
 	}
+	cancel()
+	watching.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return n - len(available)
 }
 
 // observerCounters reads the Observer's counters from the operator's
@@ -496,6 +554,6 @@ func medianRuns(runs []scaleRun, of func(scaleRun) time.Duration) (time.Duration
 
 // newSimFactory is the operator's real etcd client factory pointed at the
 // simulator.
-func newSimFactory(ctl *etcdsim.Control) etcd.Factory {
+func newSimFactory(ctl *etcdsim.Control) *etcdsim.Factory {
 	return etcdsim.NewFactory(etcd.NewClientFactory(), ctl)
 }

@@ -115,21 +115,50 @@ func Serve(in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// Control is the benchmark's end of the control API.
+// Control is the benchmark's end of the control API, of one simulator
+// process or of several that share the clusters, each cluster wholly in one
+// (ProcessOf): a process holds a listener and a connection per member, and
+// an open-file limit that cannot be raised far enough for every member of
+// a large fleet in one process leaves no other way.
 type Control struct {
-	base string
-	http *http.Client
+	bases []string
+	http  *http.Client
 }
 
-// NewControl talks to the simulator whose control API is at addr.
+// NewControl talks to the simulator whose control API is at addr, or to
+// the processes at a comma-separated list of addresses (Addr's).
 func NewControl(addr string) *Control {
-	// One keep-alive connection or two: the calls are few.
-	tr := &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}
-	return &Control{base: "http://" + addr, http: &http.Client{Transport: tr}}
+	// The operator's reconciles resolve addresses through it at once, as
+	// many as its workers: connections kept for them all, so that a busy
+	// fleet does not open and close one per call (each leaving a socket in
+	// TIME_WAIT for a minute).
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
+	c := &Control{http: &http.Client{Transport: tr}}
+	for a := range strings.SplitSeq(addr, ",") {
+		c.bases = append(c.bases, "http://"+a)
+	}
+	return c
 }
 
-// Addr is the control API's address, for a child process.
-func (c *Control) Addr() string { return strings.TrimPrefix(c.base, "http://") }
+// Addr is the control API's address, or the processes' comma-separated,
+// for a child process.
+func (c *Control) Addr() string {
+	addrs := make([]string, len(c.bases))
+	for i, b := range c.bases {
+		addrs[i] = strings.TrimPrefix(b, "http://")
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Processes is the number of simulator processes.
+func (c *Control) Processes() int { return len(c.bases) }
+
+// ProcessOf is the process, of n, that serves a cluster (namespace/name).
+func ProcessOf(cluster string, n int) int {
+	return int(hashID(cluster) % uint64(n))
+}
+
+func (c *Control) of(cluster string) string { return c.bases[ProcessOf(cluster, len(c.bases))] }
 
 // ReadAddr reads the address line Serve writes first.
 func ReadAddr(r *bufio.Reader) (string, error) {
@@ -144,7 +173,7 @@ func ReadAddr(r *bufio.Reader) (string, error) {
 	return addr, nil
 }
 
-func (c *Control) do(ctx context.Context, method, path string, in, out any) error {
+func (c *Control) do(ctx context.Context, base, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -153,7 +182,7 @@ func (c *Control) do(ctx context.Context, method, path string, in, out any) erro
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return err
 	}
@@ -180,7 +209,7 @@ var errNotFound = errors.New("not found")
 // Start starts a member and returns its address.
 func (c *Control) Start(ctx context.Context, req StartRequest) (string, error) {
 	var out struct{ Addr string }
-	if err := c.do(ctx, http.MethodPost, "/members", req, &out); err != nil {
+	if err := c.do(ctx, c.of(req.Cluster), http.MethodPost, "/members", req, &out); err != nil {
 		return "", err
 	}
 	return out.Addr, nil
@@ -188,34 +217,62 @@ func (c *Control) Start(ctx context.Context, req StartRequest) (string, error) {
 
 // Hang makes clusters hang or answer again.
 func (c *Control) Hang(ctx context.Context, clusters []string, hung bool) error {
-	return c.do(ctx, http.MethodPost, "/hang", hangRequest{Clusters: clusters, Hung: hung}, nil)
+	byBase := map[string][]string{}
+	for _, k := range clusters {
+		byBase[c.of(k)] = append(byBase[c.of(k)], k)
+	}
+	for base, keys := range byBase {
+		if err := c.do(ctx, base, http.MethodPost, "/hang", hangRequest{Clusters: keys, Hung: hung}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Stats reads the counters.
+// Stats reads the counters, of every process together.
 func (c *Control) Stats(ctx context.Context) (Stats, error) {
-	var st Stats
-	err := c.do(ctx, http.MethodGet, "/stats", nil, &st)
-	return st, err
+	all := Stats{Unimplemented: map[string]int64{}}
+	for _, base := range c.bases {
+		var st Stats
+		if err := c.do(ctx, base, http.MethodGet, "/stats", nil, &st); err != nil {
+			return Stats{}, err
+		}
+		all.Members = append(all.Members, st.Members...)
+		for k, v := range st.Unimplemented {
+			all.Unimplemented[k] += v
+		}
+		all.HandshakeErrors += st.HandshakeErrors
+		if st.LastHandshakeError != "" {
+			all.LastHandshakeError = st.LastHandshakeError
+		}
+		all.HeapInuse += st.HeapInuse
+		all.Goroutines += st.Goroutines
+	}
+	return all, nil
 }
 
 // Resolve is the address serving a client URL; ok is false when nothing
-// serves it (yet).
+// serves it (yet). A URL does not say its cluster: each process is asked
+// in turn.
 func (c *Control) Resolve(ctx context.Context, clientURL string) (addr string, ok bool, err error) {
-	var out struct{ Addr string }
-	switch err := c.do(ctx, http.MethodGet, "/resolve?url="+url.QueryEscape(clientURL), nil, &out); {
-	case errors.Is(err, errNotFound):
-		return "", false, nil
-	case err != nil:
-		return "", false, err
+	for _, base := range c.bases {
+		var out struct{ Addr string }
+		switch err := c.do(ctx, base, http.MethodGet, "/resolve?url="+url.QueryEscape(clientURL), nil, &out); {
+		case errors.Is(err, errNotFound):
+		case err != nil:
+			return "", false, err
+		default:
+			return out.Addr, true, nil
+		}
 	}
-	return out.Addr, true, nil
+	return "", false, nil
 }
 
 // WaitCall waits up to timeout for the cluster's first call of method.
 func (c *Control) WaitCall(ctx context.Context, cluster, method string, timeout time.Duration) (time.Time, error) {
 	var out struct{ At int64 }
 	q := url.Values{"cluster": {cluster}, "method": {method}, "timeout": {timeout.String()}}
-	if err := c.do(ctx, http.MethodGet, "/wait?"+q.Encode(), nil, &out); err != nil {
+	if err := c.do(ctx, c.of(cluster), http.MethodGet, "/wait?"+q.Encode(), nil, &out); err != nil {
 		return time.Time{}, err
 	}
 	return time.Unix(0, out.At), nil

@@ -21,15 +21,22 @@ import (
 type Factory struct {
 	etcd.Factory
 	r *Resolver
+
+	mu sync.Mutex
+	// keys are those of the clients given and not forgotten, for Close.
+	keys map[string]struct{}
 }
 
 // NewFactory wraps inner with the addresses of the simulator at ctl.
 func NewFactory(inner etcd.Factory, ctl *Control) *Factory {
-	return &Factory{Factory: inner, r: &Resolver{ctl: ctl, addrs: map[string]string{}}}
+	return &Factory{Factory: inner, r: &Resolver{ctl: ctl, addrs: map[string]string{}}, keys: map[string]struct{}{}}
 }
 
 // Get implements etcd.Factory.
 func (f *Factory) Get(ctx context.Context, key string, endpoints []string, creds etcd.Credentials) (etcd.Client, error) {
+	f.mu.Lock()
+	f.keys[key] = struct{}{}
+	f.mu.Unlock()
 	eps := make([]string, len(endpoints))
 	for i, ep := range endpoints {
 		eps[i] = f.r.Rewrite(ctx, ep)
@@ -39,6 +46,28 @@ func (f *Factory) Get(ctx context.Context, key string, endpoints []string, creds
 		return nil, err
 	}
 	return &client{Client: c, r: f.r}, nil
+}
+
+// Forget implements etcd.Factory.
+func (f *Factory) Forget(key string) {
+	f.mu.Lock()
+	delete(f.keys, key)
+	f.mu.Unlock()
+	f.Factory.Forget(key)
+}
+
+// Close forgets every client, which closes their connections, once the
+// operator that used them has stopped: the real factory has no Close of its
+// own, and an operator process measured after this one would otherwise
+// find the simulator still holding a connection per member for it.
+func (f *Factory) Close() {
+	f.mu.Lock()
+	keys := f.keys
+	f.keys = map[string]struct{}{}
+	f.mu.Unlock()
+	for key := range keys {
+		f.Factory.Forget(key)
+	}
 }
 
 // client rewrites the endpoints of the calls to one member.

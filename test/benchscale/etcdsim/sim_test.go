@@ -3,8 +3,10 @@ package etcdsim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +198,64 @@ func TestHang(t *testing.T) {
 	}
 	if m := sim.Stats().Members[0]; m.Handshakes != 1 {
 		t.Fatalf("the connection was made again: %+v", m)
+	}
+}
+
+// TestProcesses: a Control over several simulators starts each cluster's
+// members in the one ProcessOf names, finds a member's address in
+// whichever serves it, hangs each cluster where it is, and adds up the
+// counters of all.
+func TestProcesses(t *testing.T) {
+	var sims []*Sim
+	var addrs []string
+	for range 3 {
+		sim := New()
+		srv := httptest.NewServer(sim.Handler())
+		t.Cleanup(func() { srv.Close(); sim.Close() })
+		sims = append(sims, sim)
+		addrs = append(addrs, srv.Listener.Addr().String())
+	}
+	ctl := NewControl(strings.Join(addrs, ","))
+	if ctl.Processes() != 3 || ctl.Addr() != strings.Join(addrs, ",") {
+		t.Fatalf("control of %d processes at %s", ctl.Processes(), ctl.Addr())
+	}
+	ctx := context.Background()
+	var keys []string
+	for i := range 12 {
+		name := fmt.Sprintf("c%d", i)
+		key := "ns/" + name
+		peer, client := "https://"+name+"-0."+name+"-peer.ns.svc:2380", "https://"+name+"-0."+name+"-peer.ns.svc:2379"
+		addr, err := ctl.Start(ctx, StartRequest{Cluster: key, Name: name + "-0", PeerURL: peer, ClientURL: client, Version: "3.6.16", New: true, InitialCluster: name + "-0=" + peer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := sims[ProcessOf(key, 3)].Resolve(client); !ok {
+			t.Fatalf("%s is not in process %d", key, ProcessOf(key, 3))
+		}
+		if got, ok, err := ctl.Resolve(ctx, client); err != nil || !ok || got != addr {
+			t.Fatalf("resolve %s: %s, %v, %v; want %s", client, got, ok, err, addr)
+		}
+		keys = append(keys, key)
+	}
+	if _, ok, err := ctl.Resolve(ctx, "https://nobody.ns.svc:2379"); ok || err != nil {
+		t.Fatalf("resolved a URL nothing serves: %v, %v", ok, err)
+	}
+	if err := ctl.Hang(ctx, keys, true); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ctl.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Members) != 12 {
+		t.Fatalf("stats of %d members, want 12", len(st.Members))
+	}
+	for _, m := range st.Members {
+		if !m.Hung {
+			t.Fatalf("not hung: %+v", m)
+		}
+	}
+	if err := ctl.Hang(ctx, keys, false); err != nil {
+		t.Fatal(err)
 	}
 }
