@@ -80,7 +80,7 @@ func newEnv(t *testing.T, replicas int32, funcs interceptor.Funcs) *env {
 	// The members the operator makes run with its --max-learners.
 	ef.MaxLearners = int(opts.MaxLearners)
 	return &env{t: t, c: cl, etcd: ef, rec: rec, key: client.ObjectKeyFromObject(c),
-		r: &Reconciler{Client: cl, Recorder: rec, Etcd: ef, Options: opts}}
+		r: &Reconciler{Client: cl, APIReader: cl, Recorder: rec, Etcd: ef, Options: opts}}
 }
 
 func (e *env) reconcile() (ctrl.Result, error) {

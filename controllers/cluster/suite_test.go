@@ -46,10 +46,11 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 	factory.MaxLearners = int(opts.MaxLearners)
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
 		if err := (&cluster.Reconciler{
-			Client:   mgr.GetClient(),
-			Recorder: mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
-			Etcd:     factory,
-			Options:  opts,
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
+			Etcd:      factory,
+			Options:   opts,
 			// As the operator runs it: etcd looked at beside the workers.
 			Observer: &cluster.Observer{Limit: opts.Observations, Wait: opts.ObserveWait},
 		}).SetupWithManager(mgr); err != nil {

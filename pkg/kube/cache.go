@@ -50,7 +50,11 @@ func CacheOptions(shard string, namespaces ...string) cache.Options {
 		// these drop managedFields with the rest.
 		&corev1.Pod{}:                   {Transform: leanTransform(leanPod)},
 		&corev1.PersistentVolumeClaim{}: {Transform: leanTransform(leanPVC)},
-		&corev1.Secret{}:                {Label: secrets},
+		// Secrets: their metadata only, whoever reads them (NewCache
+		// refuses the rest). A transform is still needed: the annotations
+		// of other domains go, such as kubectl's last-applied-configuration,
+		// which holds a Secret's data.
+		&corev1.Secret{}: {Label: secrets, Transform: leanTransform(leanPartial)},
 		// StorageClasses belong to no cluster and to no namespace: each
 		// shard caches them all, whatever the watched namespaces (this is
 		// one of the few cluster-wide reads, see controllers/setup.go).
@@ -241,6 +245,12 @@ func leanContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 		}
 	}
 	return out
+}
+
+// leanPartial is what the cache keeps of an object it holds as metadata
+// only (Secrets).
+func leanPartial(p *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: leanMeta(&p.ObjectMeta)}
 }
 
 // leanPVC is what the cache keeps of a PersistentVolumeClaim (see the
