@@ -2,7 +2,6 @@ package tls
 
 import (
 	"context"
-	"maps"
 	"sync"
 	"time"
 
@@ -41,12 +40,15 @@ type steadyPasses struct {
 type steadyPass struct {
 	// cluster is the cluster's resourceVersion.
 	cluster string
-	// secrets: the resourceVersion of each Secret read, "" for none.
-	secrets map[string]string
+	// secrets: the Secrets read, each with the resourceVersion the cache
+	// showed ("" for none).
+	secrets []seenSecret
 	// until is when its decisions may change (zero: never by time alone),
 	// renewAt when it asked to come back.
 	until, renewAt time.Time
 }
+
+type seenSecret struct{ name, rv string }
 
 // steady says whether the pass found everything as it should be, from
 // the cluster and its own Secrets alone.
@@ -83,7 +85,10 @@ func (p *steadyPasses) record(s *scope, steady bool) {
 		p.forget(key)
 		return
 	}
-	pass := steadyPass{cluster: s.cluster.ResourceVersion, secrets: maps.Clone(s.seen), until: s.until(), renewAt: s.renewAt}
+	pass := steadyPass{cluster: s.cluster.ResourceVersion, until: s.until(), renewAt: s.renewAt}
+	for name, rv := range s.seen {
+		pass.secrets = append(pass.secrets, seenSecret{name, rv})
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
@@ -108,8 +113,8 @@ func (p *steadyPasses) again(ctx context.Context, cached client.Reader, c *etcdv
 	if !ok || pass.cluster != c.ResourceVersion || !pass.until.IsZero() && !now.Before(pass.until) {
 		return ctrl.Result{}, false
 	}
-	for name, rv := range pass.secrets {
-		m, err := kube.SecretMeta(ctx, cached, client.ObjectKey{Namespace: c.Namespace, Name: name})
+	for _, seen := range pass.secrets {
+		m, err := kube.SecretMeta(ctx, cached, client.ObjectKey{Namespace: c.Namespace, Name: seen.name})
 		if err != nil {
 			return ctrl.Result{}, false
 		}
@@ -117,7 +122,7 @@ func (p *steadyPasses) again(ctx context.Context, cached client.Reader, c *etcdv
 		if m != nil {
 			have = m.ResourceVersion
 		}
-		if have != rv {
+		if have != seen.rv {
 			return ctrl.Result{}, false
 		}
 	}

@@ -21,7 +21,9 @@ type Reads struct {
 type readKey struct{ typ, namespace string }
 
 // Reader wraps next: every read it serves is counted.
-func (r *Reads) Reader(next client.Reader) client.Reader { return countingReader{Reader: next, reads: r} }
+func (r *Reads) Reader(next client.Reader) client.Reader {
+	return countingReader{Reader: next, reads: r}
+}
 
 // Client wraps next: every read it serves is counted, the rest passes.
 func (r *Reads) Client(next client.Client) client.Client {

@@ -98,13 +98,15 @@ func TestEnvSecretsMetadataOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, typedInformer := c.GetInformer(t.Context(), &corev1.Secret{})
+	_, kindInformer := c.GetInformerForKind(t.Context(), corev1.SchemeGroupVersion.WithKind("Secret"))
 	for what, err := range map[string]error{
 		"typed Get":                  c.Get(t.Context(), key("demo-ca"), &corev1.Secret{}),
 		"typed List":                 c.List(t.Context(), &corev1.SecretList{}, client.InNamespace(ns)),
 		"unstructured Get":           c.Get(t.Context(), key("demo-ca"), u),
 		"typed Get through a client": cached.Get(t.Context(), key("demo-ca"), &corev1.Secret{}),
-		"typed informer":             func() error { _, err := c.GetInformer(t.Context(), &corev1.Secret{}); return err }(),
-		"informer of the kind":       func() error { _, err := c.GetInformerForKind(t.Context(), corev1.SchemeGroupVersion.WithKind("Secret")); return err }(),
+		"typed informer":             typedInformer,
+		"informer of the kind":       kindInformer,
 	} {
 		if err == nil {
 			t.Errorf("%s of a Secret through the cache: no error, want one", what)
