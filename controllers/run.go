@@ -65,6 +65,7 @@ func Run(ctx context.Context, opts Options, shards ShardOptions, serve ServeOpti
 		Metrics:                metricsOptions(serve.MetricsAddr, serve.MetricsSecure),
 		HealthProbeBindAddress: serve.ProbeAddr,
 		Cache:                  RootCacheOptions(shards),
+		NewCache:               kube.NewCache,
 	})
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)

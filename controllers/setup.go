@@ -119,7 +119,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupBackupAndData(mgr, c, opts); err != nil {
 		return err
 	}
-	if err := setupUsers(mgr, c, opts); err != nil {
+	if err := setupUsers(mgr, c, apiReader, opts); err != nil {
 		return err
 	}
 	if err := undecodable.SetupWithManager(mgr, mgr.GetEventRecorder("raftsman-"+undecodable.ControllerName)); err != nil {
@@ -152,14 +152,15 @@ func setupBackupAndData(mgr ctrl.Manager, c client.Client, opts Options) error {
 
 // setupUsers adds the user controller, which reaches etcd as the tls
 // controller does: same cluster domain, same timeout.
-func setupUsers(mgr ctrl.Manager, c client.Client, opts Options) error {
+func setupUsers(mgr ctrl.Manager, c client.Client, apiReader client.Reader, opts Options) error {
 	opts.User.ClusterDomain = opts.Cluster.ClusterDomain
 	opts.User.EtcdTimeout = opts.Cluster.EtcdTimeout
 	if err := (&user.Reconciler{
-		Client:   c,
-		Recorder: mgr.GetEventRecorder("raftsman-" + user.ControllerName),
-		Etcd:     opts.Etcd,
-		Options:  opts.User,
+		Client:    c,
+		APIReader: apiReader,
+		Recorder:  mgr.GetEventRecorder("raftsman-" + user.ControllerName),
+		Etcd:      opts.Etcd,
+		Options:   opts.User,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the user controller: %w", err)
 	}

@@ -141,6 +141,7 @@ func runShard(root ctrl.Manager, opts Options, so ShardOptions) func(context.Con
 		mgr, err := ctrl.NewManager(root.GetConfig(), ctrl.Options{
 			Scheme:                 root.GetScheme(),
 			Cache:                  kube.CacheOptions(shard.Label(i), so.WatchNamespaces...),
+			NewCache:               kube.NewCache,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
 			// Every shard's manager registers the same controllers.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/credentials"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
 )
@@ -132,7 +133,8 @@ func DefaultOptions() Options {
 type Reconciler struct {
 	client.Client
 	// APIReader reads past the cache: an object of a name the cluster needs
-	// that the cache does not hold (another shard's, or nobody's).
+	// that the cache does not hold (another shard's, or nobody's), and the
+	// data of the client Secret, whose metadata only the cache holds.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Etcd      etcd.Factory
@@ -146,6 +148,9 @@ type Reconciler struct {
 
 	// polls paces each cluster's health checks (polls.go).
 	polls polls
+	// creds: the operator's client certificate of each cluster, read from
+	// the API server only when its Secret changed.
+	creds credentials.Cache
 
 	// written: this controller's last writes, so that a pass never
 	// decides from a cached copy older than them.

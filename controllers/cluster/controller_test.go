@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/internal/testenv"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
@@ -34,7 +35,7 @@ const clusterName = "demo"
 const defaultVersion = "3.6.16"
 
 func TestEnvClusterController(t *testing.T) {
-	c, factory := startSuite(t)
+	c, factory, reads := startSuite(t)
 	for name, test := range map[string]func(*testing.T, *env){
 		"Bootstrap":                        testBootstrap,
 		"ScaleUpAndDown":                   testScaleUpAndDown,
@@ -47,10 +48,11 @@ func TestEnvClusterController(t *testing.T) {
 		"RollingUpgrade":                   testRollingUpgrade,
 		"RestoreFromBackupAfterLoss":       testRestoreFromBackup,
 		"StorageReplacement":               testStorageReplacement,
+		"IdleClusterReadsNoSecret":         testIdleReadsNoSecret,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			test(t, &env{t: t, c: c, factory: factory, ns: newNamespace(t, c)})
+			test(t, &env{t: t, c: c, factory: factory, reads: reads, ns: newNamespace(t, c)})
 		})
 	}
 }
@@ -60,7 +62,9 @@ type env struct {
 	t       *testing.T
 	c       client.Client
 	factory *etcd.FakeFactory
-	ns      string
+	// reads counts what the controllers read past the cache.
+	reads *testenv.Reads
+	ns    string
 }
 
 func (e *env) key() client.ObjectKey { return client.ObjectKey{Namespace: e.ns, Name: clusterName} }
@@ -690,6 +694,31 @@ func testRollingUpgrade(t *testing.T, e *env) {
 			}) {
 				return fmt.Errorf("no MemberUpdated event for %s", name)
 			}
+		}
+		return nil
+	})
+}
+
+// testIdleReadsNoSecret: a calm cluster with TLS (the default) is polled
+// at every health interval, and each poll builds its etcd client from the
+// client Secret, whose data the cache does not hold. The Secret is read
+// from the API server once, not at each poll: polls read none.
+func testIdleReadsNoSecret(t *testing.T, e *env) {
+	e.formCluster(1)
+	secretReads := func() int { return e.reads.Count(&corev1.Secret{}, e.ns) }
+	looks := func() int { return e.fake().Calls("MemberList") }
+	// The passes that formed the cluster read its Secrets; then three
+	// polls in a row read none.
+	eventually(t, "three polls that read no Secret", func() error {
+		n, l := secretReads(), looks()
+		eventually(t, "three polls", func() error {
+			if looks() < l+3 {
+				return fmt.Errorf("%d polls", looks()-l)
+			}
+			return nil
+		})
+		if got := secretReads() - n; got != 0 {
+			return fmt.Errorf("%d Secrets read over three polls", got)
 		}
 		return nil
 	})

@@ -367,7 +367,7 @@ func (h *healEnv) recovery() etcdv1.RecoveryStatus {
 // restartOperator replaces the reconciler with a fresh one, as a new
 // operator process that knows only what the API server stored.
 func (h *healEnv) restartOperator() {
-	h.r = &Reconciler{Client: h.c, Recorder: h.rec, Etcd: h.etcd, Options: h.r.Options}
+	h.r = &Reconciler{Client: h.c, APIReader: h.c, Recorder: h.rec, Etcd: h.etcd, Options: h.r.Options}
 }
 
 // apartFromCollector keeps a healing test away from TestClusterCollector.

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
-	"github.com/raftsman/raftsman/pkg/credentials"
 	"github.com/raftsman/raftsman/pkg/etcd"
 )
 
@@ -129,7 +128,7 @@ func (r *Reconciler) etcdClient(ctx context.Context, s *scope) (etcd.Client, err
 			endpoints = append(endpoints, m.Spec.ClientURL)
 		}
 	}
-	creds, err := credentials.Load(ctx, r.Client, s.cluster)
+	creds, err := r.creds.Load(ctx, r.Client, r.APIReader, s.cluster)
 	if err != nil {
 		return nil, err
 	}

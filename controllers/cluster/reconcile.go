@@ -88,6 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.Etcd.Forget(req.String())
 			r.Observer.forget(req.NamespacedName)
 			r.polls.forget(req.NamespacedName)
+			r.creds.Forget(req.NamespacedName)
 			dbSizes.Delete(req.String())
 			forgetEvents(req.String())
 		}

@@ -80,7 +80,7 @@ func newEnv(t *testing.T, replicas int32, funcs interceptor.Funcs) *env {
 	// The members the operator makes run with its --max-learners.
 	ef.MaxLearners = int(opts.MaxLearners)
 	return &env{t: t, c: cl, etcd: ef, rec: rec, key: client.ObjectKeyFromObject(c),
-		r: &Reconciler{Client: cl, Recorder: rec, Etcd: ef, Options: opts}}
+		r: &Reconciler{Client: cl, APIReader: cl, Recorder: rec, Etcd: ef, Options: opts}}
 }
 
 func (e *env) reconcile() (ctrl.Result, error) {
@@ -690,6 +690,62 @@ func TestIdleClusterWritesNothing(t *testing.T) {
 	}
 	if writes != 0 {
 		t.Errorf("idle healthy cluster made %d API writes, want 0", writes)
+	}
+}
+
+// TestIdleTLSClusterReadsNoSecret: the cache holds Secrets' metadata only,
+// and a pass builds its etcd client from the client Secret: read from the
+// API server once per version of the Secret, not at every pass.
+func TestIdleTLSClusterReadsNoSecret(t *testing.T) {
+	t.Parallel()
+	reads := 0
+	e := newEnv(t, 3, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			// A typed Get is the APIReader's: the cache serves Secrets'
+			// metadata only.
+			if _, ok := obj.(*corev1.Secret); ok {
+				reads++
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	c := e.cluster()
+	c.Spec.TLS.Disabled = false
+	c.Generation++
+	if err := e.c.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	e.tlsReady("rev-1")
+	e.formed()
+	e.converge(5)
+	if reads != 1 {
+		t.Errorf("forming the cluster read the client Secret %d times, want once", reads)
+	}
+	reads = 0
+	for range 5 {
+		if res := e.mustReconcile(); res.RequeueAfter != e.r.Options.HealthInterval {
+			t.Fatalf("idle cluster requeue = %v, want the health interval", res.RequeueAfter)
+		}
+	}
+	if reads != 0 {
+		t.Errorf("5 idle passes read %d Secrets from the API server, want 0", reads)
+	}
+
+	// A renewed certificate: read once, and etcd reached with it.
+	sec := &corev1.Secret{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "demo-client-tls"}, sec); err != nil {
+		t.Fatal(err)
+	}
+	sec.Data["tls.crt"] = []byte("renewed")
+	if err := e.c.Update(context.Background(), sec); err != nil {
+		t.Fatal(err)
+	}
+	reads = 0
+	for range 3 {
+		e.mustReconcile()
+	}
+	if creds := e.fake().LastCredentials(); reads != 1 || string(creds.CertPEM) != "renewed" {
+		t.Errorf("after the renewal etcd was reached with %q after %d reads of the Secret, want %q after 1", creds.CertPEM, reads, "renewed")
 	}
 }
 

@@ -28,10 +28,12 @@ const (
 // startSuite starts the API server and a manager with the cluster controller
 // and stops both when t ends. Call it once, from TestEnvClusterController
 // (see testenv.Start).
-func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
+func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory, *testenv.Reads) {
 	t.Helper()
 	cfg, scheme := testenv.Start(t)
 	factory := etcd.NewFakeFactory()
+	// What both controllers read past the cache, Secrets' data among it.
+	reads := &testenv.Reads{}
 	opts := cluster.DefaultOptions()
 	// Short intervals: the fake answers at once, and the tests wait for
 	// the controller's next pass after each change they make to etcd.
@@ -46,10 +48,11 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 	factory.MaxLearners = int(opts.MaxLearners)
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
 		if err := (&cluster.Reconciler{
-			Client:   mgr.GetClient(),
-			Recorder: mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
-			Etcd:     factory,
-			Options:  opts,
+			Client:    mgr.GetClient(),
+			APIReader: reads.Reader(mgr.GetAPIReader()),
+			Recorder:  mgr.GetEventRecorder("raftsman-" + cluster.ControllerName),
+			Etcd:      factory,
+			Options:   opts,
 			// As the operator runs it: etcd looked at beside the workers.
 			Observer: &cluster.Observer{Limit: opts.Observations, Wait: opts.ObserveWait},
 		}).SetupWithManager(mgr); err != nil {
@@ -59,13 +62,13 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 		// and the cluster controller waits for its TLSReady.
 		return (&tls.Reconciler{
 			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
+			APIReader: reads.Reader(mgr.GetAPIReader()),
 			Recorder:  mgr.GetEventRecorder("raftsman-" + tls.ControllerName),
 			Etcd:      factory,
 			Options:   tls.DefaultOptions(),
 		}).SetupWithManager(mgr)
 	})
-	return c, factory
+	return c, factory, reads
 }
 
 // newNamespace creates a namespace for one test.

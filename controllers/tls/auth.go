@@ -51,7 +51,7 @@ func (r *Reconciler) ensureRootSecret(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	name := resources.RootCredentialsSecretName(c.Name)
-	sec, err := r.ownSecret(ctx, c, name)
+	sec, err := r.ownSecret(ctx, s, name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -60,7 +60,7 @@ func (r *Reconciler) ensureRootSecret(ctx context.Context, s *scope) (ctrl.Resul
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("root"), PasswordKey: pw}, nil); err != nil {
+		if err := r.writeSecret(ctx, s, name, corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("root"), PasswordKey: pw}, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 		// The Secret's version is learnt when the cache sees it.
@@ -114,6 +114,7 @@ func (r *Reconciler) reconcileAuth(ctx context.Context, s *scope) (ctrl.Result, 
 	tctx, cancel := context.WithTimeout(ctx, r.Options.EtcdTimeout)
 	defer cancel()
 	log := ctrl.LoggerFrom(ctx)
+	s.acted = true
 	switch {
 	case !want:
 		log.Info("Disabling etcd authentication")

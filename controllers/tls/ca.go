@@ -31,7 +31,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, s *scope) (ctrl.Result, error
 		s.rotationRequest = c.Status.TLS.CARotationRequest
 	}
 	name := resources.CASecretName(c.Name)
-	have, err := r.ownSecret(ctx, c, name)
+	have, err := r.ownSecret(ctx, s, name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -53,7 +53,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, s *scope) (ctrl.Result, error
 			return ctrl.Result{}, err
 		}
 		ctrl.LoggerFrom(ctx).Info("Creating the cluster's CA", "secret", name)
-		if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, map[string][]byte{pki.CertKey: ca.CertPEM, pki.KeyKey: ca.KeyPEM}, nil); err != nil {
+		if err := r.writeSecret(ctx, s, name, corev1.SecretTypeOpaque, map[string][]byte{pki.CertKey: ca.CertPEM, pki.KeyKey: ca.KeyPEM}, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 		s.ca = ca
@@ -98,7 +98,7 @@ func (r *Reconciler) startRotation(ctx context.Context, s *scope, name string) e
 	}
 	ctrl.LoggerFrom(ctx).Info("Starting a CA rotation: the new CA is trusted first, and signs once every member restarted", "secret", name, "caNotAfter", ca.Cert.NotAfter)
 	data := map[string][]byte{pki.CertKey: ca.CertPEM, pki.KeyKey: ca.KeyPEM, nextCertKey: next.CertPEM, nextKeyKey: next.KeyPEM}
-	if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, data, nil); err != nil {
+	if err := r.writeSecret(ctx, s, name, corev1.SecretTypeOpaque, data, nil); err != nil {
 		return err
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "CARotationStarted", "RotateCA",
@@ -130,7 +130,7 @@ func (r *Reconciler) promoteCA(ctx context.Context, s *scope) (ctrl.Result, erro
 	name := resources.CASecretName(c.Name)
 	ctrl.LoggerFrom(ctx).Info("Every member trusts the new CA: it signs from now on", "secret", name)
 	data := map[string][]byte{pki.CertKey: s.nextCA.CertPEM, pki.KeyKey: s.nextCA.KeyPEM, previousCertKey: s.ca.CertPEM}
-	if err := r.writeSecret(ctx, c, name, corev1.SecretTypeOpaque, data, nil); err != nil {
+	if err := r.writeSecret(ctx, s, name, corev1.SecretTypeOpaque, data, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "CARotated", "RotateCA",

@@ -142,11 +142,12 @@ func (r *Reconciler) updateCertificate(ctx context.Context, have *unstructured.U
 // operator keeps for the cluster (ensureCertificate), once cert-manager
 // issued it into its Secret.
 func (r *Reconciler) fromCertManager(ctx context.Context, s *scope, field string, issuer etcdv1.IssuerRef, usage pki.Usage, hosts []string, ips []net.IP, sample []string) (*pki.KeyPair, []byte, bool, error) {
+	s.external = true
 	name := resources.CertManagerName(s.cluster.Name, field)
 	if ok, err := r.ensureCertificate(ctx, s, name, issuer, hosts, ips); err != nil || !ok {
 		return nil, nil, false, err
 	}
-	sec, err := r.ownSecret(ctx, s.cluster, name)
+	sec, err := r.ownSecret(ctx, s, name)
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -52,7 +52,7 @@ func (r *Reconciler) ensurePeer(ctx context.Context, s *scope) (ctrl.Result, err
 		return ctrl.Result{}, err
 	}
 	s.peerCA = ca
-	return ctrl.Result{}, r.writeSecret(ctx, c, resources.PeerTLSSecretName(c.Name), corev1.SecretTypeTLS,
+	return ctrl.Result{}, r.writeSecret(ctx, s, resources.PeerTLSSecretName(c.Name), corev1.SecretTypeTLS,
 		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: ca}, nil)
 }
 
@@ -81,7 +81,7 @@ func (r *Reconciler) ensureServer(ctx context.Context, s *scope) (ctrl.Result, e
 	if s.trustRev, err = pki.TrustRevision(s.peerCA, clientTrust); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.writeSecret(ctx, c, resources.ServerTLSSecretName(c.Name), corev1.SecretTypeTLS,
+	return ctrl.Result{}, r.writeSecret(ctx, s, resources.ServerTLSSecretName(c.Name), corev1.SecretTypeTLS,
 		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: clientTrust, sourceCAKey: ca}, nil)
 }
 
@@ -93,7 +93,7 @@ func (r *Reconciler) ensureClient(ctx context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	}
 	name := resources.ClientTLSSecretName(c.Name)
-	have, err := r.ownSecret(ctx, c, name)
+	have, err := r.ownSecret(ctx, s, name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -106,7 +106,7 @@ func (r *Reconciler) ensureClient(ctx context.Context, s *scope) (ctrl.Result, e
 	}
 	s.client = kp
 	s.expires(kp, true, renewBefore(c))
-	return ctrl.Result{}, r.writeSecret(ctx, c, name, corev1.SecretTypeTLS,
+	return ctrl.Result{}, r.writeSecret(ctx, s, name, corev1.SecretTypeTLS,
 		map[string][]byte{pki.CertKey: kp.CertPEM, pki.KeyKey: kp.KeyPEM, pki.CAKey: s.serverCA}, nil)
 }
 
@@ -143,7 +143,7 @@ func (r *Reconciler) obtain(ctx context.Context, s *scope, field string, src etc
 		return r.fromCertManager(ctx, s, field, src.CertManager.IssuerRef, usage, hosts, ips, sample)
 	}
 	name := mountedName(c, usage)
-	have, err := r.ownSecret(ctx, c, name)
+	have, err := r.ownSecret(ctx, s, name)
 	if err != nil {
 		return nil, nil, false, err
 	}

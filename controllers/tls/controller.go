@@ -54,8 +54,9 @@ func DefaultOptions() Options {
 // Reconciler reconciles the TLS and authentication of an EtcdCluster.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the user's Secrets and cert-manager objects, which
-	// are not in the cache.
+	// APIReader reads the data of Secrets, of which the cache holds the
+	// metadata only (the operator's own) or nothing (the user's), and
+	// cert-manager objects, which are not in the cache.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Etcd      etcd.Factory
@@ -66,13 +67,16 @@ type Reconciler struct {
 	// written: this controller's last status writes, so that a pass never
 	// decides from a cached copy older than them.
 	written kube.Written
+	// steady: each cluster's last pass that found everything in order, so
+	// that the same pass again reads nothing from the API server.
+	steady steadyPasses
 }
 
 // RBAC, all in raftsman-manager (namespaced kinds where clusters live): the
 // TLSReady and AuthReady conditions and status.tls and status.auth by
 // server-side apply of the status subresource; Secrets read (the
-// operator's through the cache, users' past it), created and their data
-// updated; cert-manager Certificates read past the cache, created and their
+// operator's metadata through the cache, listed and watched, and their data
+// past it, as users' Secrets), created and their data updated; cert-manager Certificates read past the cache, created and their
 // spec updated. Nothing here deletes: owner references do.
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdclusters/status,verbs=patch
@@ -93,7 +97,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		For(&etcdv1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, availableChanged{}))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster)).
+		// The cache holds Secrets' metadata only; their labels name the
+		// cluster.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster)).
 		// A CA rotation waits for the members to restart.
 		Watches(&etcdv1.EtcdMember{}, handler.EnqueueRequestsFromMapFunc(kube.ToCluster)).
 		Complete(r)

@@ -23,9 +23,9 @@ import (
 )
 
 func TestEnvTLSController(t *testing.T) {
-	c, factory := startSuite(t)
+	c, factory, reads := startSuite(t)
 	e := func(t *testing.T) *env {
-		return &env{t: t, c: c, factory: factory, ns: testenv.NewNamespace(t, c, "tls-", nil)}
+		return &env{t: t, c: c, factory: factory, reads: reads, ns: testenv.NewNamespace(t, c, "tls-", nil)}
 	}
 	t.Run("OperatorCertificates", func(t *testing.T) { t.Parallel(); testOperatorCertificates(t, e(t)) })
 	t.Run("Disabled", func(t *testing.T) { t.Parallel(); testDisabled(t, e(t)) })
@@ -36,12 +36,14 @@ func TestEnvTLSController(t *testing.T) {
 	t.Run("UserCAChange", func(t *testing.T) { t.Parallel(); testUserCAChange(t, e(t)) })
 	t.Run("LostCA", func(t *testing.T) { t.Parallel(); testLostCA(t, e(t)) })
 	t.Run("TrustedClientCAs", func(t *testing.T) { t.Parallel(); testTrustedClientCAs(t, e(t)) })
+	t.Run("IdlePassesReadNoSecret", func(t *testing.T) { t.Parallel(); testIdlePasses(t, e(t)) })
 }
 
 type env struct {
 	t       *testing.T
 	c       client.Client
 	factory *etcd.FakeFactory
+	reads   *testenv.Reads
 	ns      string
 }
 
@@ -708,4 +710,80 @@ func testLostCA(t *testing.T, e *env) {
 		}
 		return nil
 	})
+}
+
+// testIdlePasses: the cache holds Secrets' metadata only, and once a
+// cluster's certificates are in place, a pass that finds nothing changed
+// (here a member's annotation, as any write to a member brings a pass)
+// reads no Secret from the API server. A Secret someone else changes is
+// read again at once, and repaired.
+func testIdlePasses(t *testing.T, e *env) {
+	e.create(nil)
+	cl := e.waitCondition(etcdv1.ConditionTLSReady, metav1.ConditionTrue, etcdv1.ReasonCertificatesReady)
+	m, _ := e.member(cl, cl.Status.TLS.TrustRevision)
+	secretReads := func() int { return e.reads.Count(&corev1.Secret{}, e.ns) }
+	passes := func() int { return e.reads.Count(&etcdv1.EtcdCluster{}, e.ns) }
+	touches := 0
+	// touch changes the member and waits for the pass it brings to start.
+	// Passes over one cluster never overlap: once the pass of a touch has
+	// started, the reads of the pass of the touch before are all counted.
+	touch := func() {
+		t.Helper()
+		touches++
+		before := passes()
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Annotations = map[string]string{"test/touch": fmt.Sprint(touches)}
+		if err := e.c.Patch(t.Context(), m, patch); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "a pass after the member changed", func() error {
+			if passes() == before {
+				return fmt.Errorf("no pass yet")
+			}
+			return nil
+		})
+	}
+	// The passes that follow the certificates' writes read them.
+	eventually(t, "a pass that reads no Secret", func() error {
+		n := secretReads()
+		touch()
+		touch()
+		if got := secretReads() - n; got > 0 {
+			return fmt.Errorf("the passes read %d Secrets", got)
+		}
+		return nil
+	})
+	n := secretReads()
+	for range 3 {
+		touch()
+	}
+	touch()
+	if got := secretReads() - n; got != 0 {
+		t.Errorf("3 passes over an unchanged cluster read %d Secrets from the API server, want 0", got)
+	}
+
+	// Someone else changes the client Secret: the pass it brings reads it.
+	name := cl.Status.TLS.ClientSecretName
+	sec, err := e.secret(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sec.Data[pki.CAKey]
+	sec.Data[pki.CAKey] = []byte("not a CA")
+	if err := e.c.Update(t.Context(), sec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the client Secret repaired", func() error {
+		sec, err := e.secret(name)
+		if err != nil {
+			return err
+		}
+		if string(sec.Data[pki.CAKey]) != string(want) {
+			return fmt.Errorf("ca.crt = %q", sec.Data[pki.CAKey])
+		}
+		return nil
+	})
+	if secretReads() == n {
+		t.Errorf("the client Secret was repaired without reading it from the API server")
+	}
 }

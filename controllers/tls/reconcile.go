@@ -55,6 +55,18 @@ type scope struct {
 	// members to trust its CA.
 	pendingSource string
 
+	// secrets are the cluster's own Secrets this pass read, each once (nil:
+	// none of that name); seen is the resourceVersion the cache showed of
+	// each ("": none).
+	secrets map[string]*corev1.Secret
+	seen    map[string]string
+	// acted: this pass created or updated a Secret or a Certificate, or
+	// changed etcd's authentication. external: a certificate comes from
+	// cert-manager, whose Certificate is read past the cache.
+	acted, external bool
+	// done: every step ran.
+	done bool
+
 	// rootSecret holds the root password, when auth is wanted.
 	rootSecret *corev1.Secret
 	// authReason and authMsg say why authentication is not as wanted.
@@ -67,17 +79,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Etcd.Forget(authClientKey(req.NamespacedName))
+			r.steady.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		// The owned Secrets go with the cluster.
+		r.steady.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if r.written.Behind(c) {
 		return ctrl.Result{RequeueAfter: soon}, nil
 	}
-	s := &scope{cluster: c, base: c.DeepCopy(), now: r.now()}
+	now := r.now()
+	if res, ok := r.steady.again(ctx, r.Client, c, now); ok {
+		return res, nil
+	}
+	s := &scope{cluster: c, base: c.DeepCopy(), now: now}
 	defer func() {
 		if len(s.issued) > 0 && !s.notAfter.IsZero() {
 			// One event per pass, not per certificate.
@@ -89,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if rv != "" {
 			r.written.Record(s.cluster, rv)
 		}
+		r.steady.record(s, retErr == nil && err == nil && rv == "" && s.steady())
 		retErr = errors.Join(retErr, err)
 	}()
 	// 1. the CA; 2. peer, 3. serving and 4. client certificates; 5. end a
@@ -102,6 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // renewLater comes back when the next certificate is due for renewal, and
 // sooner when a user's Secret must be read again.
 func (r *Reconciler) renewLater(_ context.Context, s *scope) (ctrl.Result, error) {
+	s.done = true
 	var after time.Duration
 	if !s.renewAt.IsZero() {
 		after = max(s.renewAt.Sub(s.now), time.Second)

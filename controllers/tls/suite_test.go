@@ -20,23 +20,27 @@ import (
 // timeout bounds every wait for the controller.
 const timeout = 20 * time.Second
 
-func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
+// startSuite starts the API server and the manager; the reads of the
+// controller's clients are counted (a pass begins with a Get of its
+// cluster; the APIReader's Gets of Secrets are API reads of Secrets).
+func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory, *testenv.Reads) {
 	t.Helper()
 	cfg, scheme := testenv.Start(t)
 	factory := etcd.NewFakeFactory()
+	reads := &testenv.Reads{}
 	opts := tls.DefaultOptions()
 	// User Secrets are read again often, so that tests see fixes quickly.
 	opts.UserSecretInterval = 500 * time.Millisecond
 	c := testenv.StartManager(t, cfg, scheme, func(mgr ctrl.Manager) error {
 		return (&tls.Reconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
+			Client:    reads.Client(mgr.GetClient()),
+			APIReader: reads.Reader(mgr.GetAPIReader()),
 			Recorder:  mgr.GetEventRecorder("raftsman-" + tls.ControllerName),
 			Etcd:      factory,
 			Options:   opts,
 		}).SetupWithManager(mgr)
 	})
-	return c, factory
+	return c, factory, reads
 }
 
 func eventually(t *testing.T, what string, check func() error) {

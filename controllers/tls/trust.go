@@ -124,7 +124,7 @@ func (r *Reconciler) membersTrust(ctx context.Context, s *scope, rev string) boo
 func (r *Reconciler) staged(ctx context.Context, s *scope, usage pki.Usage, kp *pki.KeyPair, ca []byte) (*pki.KeyPair, []byte, bool, error) {
 	c := s.cluster
 	mounted := mountedName(c, usage)
-	have, err := r.ownSecret(ctx, c, mounted)
+	have, err := r.ownSecret(ctx, s, mounted)
 	if err != nil || have == nil {
 		return kp, ca, err == nil, err
 	}
@@ -143,7 +143,7 @@ func (r *Reconciler) staged(ctx context.Context, s *scope, usage pki.Usage, kp *
 	var waits string
 	if usage == pki.UsageServer {
 		name := resources.ClientTLSSecretName(c.Name)
-		cs, err := r.ownSecret(ctx, c, name)
+		cs, err := r.ownSecret(ctx, s, name)
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -168,11 +168,11 @@ func (r *Reconciler) staged(ctx context.Context, s *scope, usage pki.Usage, kp *
 // mount now, read from them rather than from a status that may lag.
 func (r *Reconciler) mountedTrust(ctx context.Context, s *scope) string {
 	c := s.cluster
-	peer, err := r.ownSecret(ctx, c, resources.PeerTLSSecretName(c.Name))
+	peer, err := r.ownSecret(ctx, s, resources.PeerTLSSecretName(c.Name))
 	if err != nil || peer == nil {
 		return ""
 	}
-	server, err := r.ownSecret(ctx, c, resources.ServerTLSSecretName(c.Name))
+	server, err := r.ownSecret(ctx, s, resources.ServerTLSSecretName(c.Name))
 	if err != nil || server == nil {
 		return ""
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/credentials"
 	"github.com/raftsman/raftsman/pkg/etcd"
 	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/resources"
@@ -47,22 +48,29 @@ func DefaultOptions() Options {
 // Reconciler reconciles EtcdUsers.
 type Reconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Etcd     etcd.Factory
-	Options  Options
+	// APIReader reads the data of Secrets, of which the cache holds the
+	// metadata only.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Etcd      etcd.Factory
+	Options   Options
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
 	// written: this controller's last status writes, so that a pass never
 	// decides from a cached copy older than them.
 	written kube.Written
+	// creds: the operator's client certificate of each cluster, read from
+	// the API server only when its Secret changed.
+	creds credentials.Cache
 }
 
 // RBAC, in raftsman-manager (namespaced kinds where clusters live):
 // EtcdUsers read, their finalizer applied, their Ready condition and
 // fields applied to the status subresource; clusters read; the users'
-// Secrets (and the cluster's CA and client Secrets, through the cache)
-// read, created and their data updated. Nothing here deletes a Secret:
+// Secrets and the cluster's CA and client Secrets read (their metadata
+// through the cache, listed and watched, their data past it), the users'
+// created and their data updated. Nothing here deletes a Secret:
 // each belongs to its EtcdUser and goes with it.
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdusers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd.raftsman.io,resources=etcdusers/status,verbs=patch
@@ -84,9 +92,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		For(&etcdv1.EtcdUser{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleting{}))).
-		Owns(&corev1.Secret{}).
+		// The cache holds Secrets' metadata only: their owners and labels
+		// are all these two need.
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Watches(&etcdv1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.usersOfCluster), builder.WithPredicates(tlsOrAuthChanged{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.usersOfCA)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.usersOfCA)).
 		Complete(r)
 }
 

@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
-	"github.com/raftsman/raftsman/pkg/etcd"
-	"github.com/raftsman/raftsman/pkg/pki"
 )
 
 // retryDelete is how soon a deletion etcd could not do yet is tried again.
@@ -49,15 +47,14 @@ func (r *Reconciler) deleteFromEtcd(ctx context.Context, s *scope) (done bool, e
 	if err != nil || cl == nil {
 		return cl == nil && err == nil, err
 	}
-	st, ok := cl.TLSSecrets()
-	if !ok {
+	if _, ok := cl.TLSSecrets(); !ok {
 		return false, nil
 	}
-	root, err := r.secretOf(ctx, cl, st.ClientSecretName)
+	root, err := r.creds.Load(ctx, r.Client, r.APIReader, cl)
 	if err != nil {
 		return false, err
 	}
-	cli, err := r.etcdClient(ctx, cl, etcd.Credentials{CertPEM: root.Data[pki.CertKey], KeyPEM: root.Data[pki.KeyKey], CAPEM: root.Data[pki.CAKey]})
+	cli, err := r.etcdClient(ctx, cl, root)
 	if err != nil {
 		return false, err
 	}

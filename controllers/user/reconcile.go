@@ -127,12 +127,10 @@ func (r *Reconciler) readCluster(ctx context.Context, s *scope) (ctrl.Result, er
 	if s.ca, err = pki.ParseKeyPair(ca.Data[pki.CertKey], ca.Data[pki.KeyKey]); err != nil {
 		return ctrl.Result{}, fmt.Errorf("the CA in secret %s: %w", st.CASecretName, err)
 	}
-	root, err := r.secretOf(ctx, cl, st.ClientSecretName)
-	if err != nil {
+	if s.root, err = r.creds.Load(ctx, r.Client, r.APIReader, cl); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.root = etcd.Credentials{CertPEM: root.Data[pki.CertKey], KeyPEM: root.Data[pki.KeyKey], CAPEM: root.Data[pki.CAKey]}
-	s.serverCA, s.cluster = root.Data[pki.CAKey], cl
+	s.serverCA, s.cluster = s.root.CAPEM, cl
 	return ctrl.Result{}, nil
 }
 
@@ -142,6 +140,7 @@ func (r *Reconciler) getCluster(ctx context.Context, namespace, name string) (*e
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cl); {
 	case apierrors.IsNotFound(err):
 		r.Etcd.Forget(clientKey(types.NamespacedName{Namespace: namespace, Name: name}))
+		r.creds.Forget(types.NamespacedName{Namespace: namespace, Name: name})
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("get cluster %s: %w", name, err)
@@ -152,10 +151,14 @@ func (r *Reconciler) getCluster(ctx context.Context, namespace, name string) (*e
 	return cl, nil
 }
 
-// secretOf reads one of the cluster's Secrets from the cache.
+// secretOf reads one of the cluster's Secrets from the API server: the
+// cache holds Secrets' metadata only. A user's passes come on events (its
+// spec, its Secret, its cluster's TLSReady, AuthReady and CA) and when its
+// certificate is due, not on a timer: an idle cluster's users have no
+// pass, hence no read.
 func (r *Reconciler) secretOf(ctx context.Context, cl *etcdv1.EtcdCluster, name string) (*corev1.Secret, error) {
 	sec := &corev1.Secret{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, sec); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, sec); err != nil {
 		return nil, fmt.Errorf("get secret %s of cluster %s: %w", name, cl.Name, err)
 	}
 	return sec, nil

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
+	"github.com/raftsman/raftsman/pkg/kube"
 	"github.com/raftsman/raftsman/pkg/pki"
 	"github.com/raftsman/raftsman/pkg/resources"
 )
@@ -73,22 +74,41 @@ func (r *Reconciler) ensureSecret(ctx context.Context, s *scope) (ctrl.Result, e
 	return ctrl.Result{}, nil
 }
 
-// ownSecret reads the user's Secret from the cache: nil when absent. A
-// Secret of that name that is not this EtcdUser's is a conflict: the
-// operator leaves it as it is.
+// ownSecret reads the user's Secret: nil when the cache has none of that
+// name. Its metadata comes from the cache, its data from the API server
+// (see secretOf). A Secret of that name that is not this EtcdUser's is a
+// conflict: the operator leaves it as it is, and does not read its data.
 func (r *Reconciler) ownSecret(ctx context.Context, s *scope, name string) (*corev1.Secret, error) {
+	key := client.ObjectKey{Namespace: s.user.Namespace, Name: name}
+	m, err := kube.SecretMeta(ctx, r.Client, key)
+	if err != nil || m == nil {
+		return nil, err
+	}
+	if !s.owns(m, name) {
+		return nil, nil
+	}
 	sec := &corev1.Secret{}
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: s.user.Namespace, Name: name}, sec); {
+	switch err := r.APIReader.Get(ctx, key, sec); {
 	case apierrors.IsNotFound(err):
+		// Deleted since the cache saw it; the deletion brings a pass.
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("get secret %s: %w", name, err)
 	}
-	if owner := metav1.GetControllerOf(sec); owner == nil || owner.UID != s.user.UID {
-		s.wait(etcdv1.ReasonNameConflict, "Secret %s exists and is not this EtcdUser's: delete it, or rename the EtcdUser", name)
+	if !s.owns(sec, name) {
 		return nil, nil
 	}
 	return sec, nil
+}
+
+// owns says whether the Secret is this EtcdUser's, and records the
+// conflict when it is not.
+func (s *scope) owns(obj metav1.Object, name string) bool {
+	if owner := metav1.GetControllerOf(obj); owner == nil || owner.UID != s.user.UID {
+		s.wait(etcdv1.ReasonNameConflict, "Secret %s exists and is not this EtcdUser's: delete it, or rename the EtcdUser", name)
+		return false
+	}
+	return true
 }
 
 // writeSecret creates the user's Secret, owned by the EtcdUser, or updates

@@ -37,10 +37,11 @@ func startSuite(t *testing.T) (client.Client, *etcd.FakeFactory) {
 			return err
 		}
 		return (&user.Reconciler{
-			Client:   mgr.GetClient(),
-			Recorder: mgr.GetEventRecorder("raftsman-" + user.ControllerName),
-			Etcd:     factory,
-			Options:  user.DefaultOptions(),
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("raftsman-" + user.ControllerName),
+			Etcd:      factory,
+			Options:   user.DefaultOptions(),
 		}).SetupWithManager(mgr)
 	})
 	return c, factory

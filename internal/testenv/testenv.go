@@ -95,9 +95,11 @@ func Start(t *testing.T) (*rest.Config, *runtime.Scheme) {
 func StartManager(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, setup func(ctrl.Manager) error) client.Client {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Cache:   kube.CacheOptions(""),
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Scheme: scheme,
+		// The operator's cache: Secrets as metadata only.
+		Cache:    kube.CacheOptions(""),
+		NewCache: kube.NewCache,
+		Metrics:  metricsserver.Options{BindAddress: "0"},
 		// go test -count=N runs the suite N times in one process, each
 		// with a manager of its own that registers the same controller.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

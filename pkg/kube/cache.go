@@ -18,16 +18,18 @@ import (
 // CacheOptions keep a shard's cache to the objects of its own clusters:
 // every object the operator makes for a cluster carries the cluster's shard
 // label, so a replica holds in memory only the shards it runs. Of Secrets,
-// only the operator's (certificates, credentials) are cached; Secrets of
-// users are read past the cache. An empty shard caches every shard's
-// objects, for tests that run the controllers without sharding.
+// only the operator's (certificates, credentials) are cached, and of them
+// their metadata only (with NewCache, which refuses the rest); their data,
+// and Secrets of users, are read past the cache. An empty shard caches
+// every shard's objects, for tests that run the controllers without
+// sharding.
 //
 // namespaces, when given, are the only namespaces whose objects are cached
 // (--watch-namespaces): the operator then needs no right to list or watch
 // anything elsewhere. None caches every namespace.
 //
 // Pods and PVCs are cached lean (see "What the cache keeps" below): only
-// the fields the controllers read from them.
+// the fields the controllers read from them; Secrets as metadata.
 func CacheOptions(shard string, namespaces ...string) cache.Options {
 	managed, _ := labels.NewRequirement(etcdv1.ManagedByLabel, selection.Equals, []string{"raftsman"})
 	secrets := labels.NewSelector().Add(*managed)
@@ -50,7 +52,11 @@ func CacheOptions(shard string, namespaces ...string) cache.Options {
 		// these drop managedFields with the rest.
 		&corev1.Pod{}:                   {Transform: leanTransform(leanPod)},
 		&corev1.PersistentVolumeClaim{}: {Transform: leanTransform(leanPVC)},
-		&corev1.Secret{}:                {Label: secrets},
+		// Secrets: their metadata only, whoever reads them (NewCache
+		// refuses the rest). A transform is still needed: the annotations
+		// of other domains go, such as kubectl's last-applied-configuration,
+		// which holds a Secret's data.
+		&corev1.Secret{}: {Label: secrets, Transform: leanTransform(leanPartial)},
 		// StorageClasses belong to no cluster and to no namespace: each
 		// shard caches them all, whatever the watched namespaces (this is
 		// one of the few cluster-wide reads, see controllers/setup.go).
@@ -132,12 +138,43 @@ func ParseNamespaces(list string) []string {
 // volumeMode, dataSource and selector, status.accessModes, conditions and
 // allocated resources.
 //
-// Kept whole: the operator's own kinds; Services, PodDisruptionBudgets and
-// Secrets, which the controllers write back with Update (the object sent
-// whole: a lean copy would wipe what it dropped); StorageClasses (few,
-// cluster-wide). Of Secrets, only the operator's own are cached (see
-// CacheOptions): its CAs, certificates and credentials, whose data the
-// controllers read at each pass. managedFields are dropped from every kind.
+// Secret, metadata only (leanPartial), of the operator's own Secrets of a
+// shard (CacheOptions): each cluster's CA, peer, server and client
+// certificates and root password, cert-manager's certificates, and each
+// EtcdUser's Secret. The watches of Secrets are metadata watches, and
+// NewCache refuses whatever would cache them whole (a typed Get or List
+// through the cache or the cached client, a typed watch): it would start
+// a second informer holding every Secret, keys included, without a word.
+//
+//	field                                read by
+//	metadata.name, namespace             every reader
+//	metadata.resourceVersion             credentials.Cache (the client certificate is read again
+//	                                     only at a new version: cluster etcdClient, user
+//	                                     readCluster and deleteFromEtcd); tls steadyPasses (a
+//	                                     pass is repeated only over the versions it read)
+//	metadata.labels (all)                the label and shard selection; kube.ToCluster (tls
+//	                                     watch), user usersOfCA
+//	metadata.ownerReferences             tls ownSecret (a Secret of an earlier cluster), user
+//	                                     ownSecret (a Secret of another EtcdUser); Owns(Secret)
+//	                                     of the user controller
+//	metadata.uid, generation, creationTimestamp, deletionTimestamp,
+//	deletionGracePeriodSeconds, finalizers, annotations etcd.raftsman.io/*
+//	                                     (not read; leanMeta keeps them for every kind)
+//
+// Dropped: the data and type, which a metadata watch never brings;
+// managedFields; the annotations of other domains, among which kubectl's
+// last-applied-configuration, which holds a Secret's data. The data is
+// read from the API server (the APIReader) only where a pass needs it:
+// the cluster and user controllers' client certificate once per version
+// (credentials.Cache), the tls controller's cluster Secrets when a pass may
+// have something to do (steady.go), the user controller's CA and user
+// Secret on its passes, which come on changes only. An idle cluster costs
+// no API read.
+//
+// Kept whole: the operator's own kinds; Services and PodDisruptionBudgets,
+// which the controllers write back with Update (the object sent whole: a
+// lean copy would wipe what it dropped); StorageClasses (few,
+// cluster-wide). managedFields are dropped from every kind.
 //
 // Whoever reads a new field of a Pod or PVC from the cache adds it here,
 // or reads past the cache. A cached Pod or PVC is never written back
@@ -241,6 +278,12 @@ func leanContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 		}
 	}
 	return out
+}
+
+// leanPartial is what the cache keeps of an object it holds as metadata
+// only (Secrets).
+func leanPartial(p *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: leanMeta(&p.ObjectMeta)}
 }
 
 // leanPVC is what the cache keeps of a PersistentVolumeClaim (see the

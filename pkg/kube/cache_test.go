@@ -571,6 +571,34 @@ func TestLeanTransformIsSafe(t *testing.T) {
 	}
 }
 
+// TestSecretMetadataKeepsWhatIsRead: of a Secret the cache holds the
+// metadata a metadata watch brings, less managedFields and the annotations
+// of other domains: kubectl's last-applied-configuration holds the data.
+func TestSecretMetadataKeepsWhatIsRead(t *testing.T) {
+	t.Parallel()
+	in := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "demo-ca", Namespace: "ns", UID: "secret-uid", ResourceVersion: "42", CreationTimestamp: created,
+			Labels: map[string]string{etcdv1.ClusterLabel: "demo", etcdv1.ManagedByLabel: "raftsman", etcdv1.ShardLabel: "shard-0"},
+			Annotations: map[string]string{
+				"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","data":{"tls.key":"c2VjcmV0"},"kind":"Secret"}`,
+				"cert-manager.io/issuer-name":                      "shared",
+				"etcd.raftsman.io/note":                            "kept",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "etcd.raftsman.io/v1alpha1", Kind: "EtcdCluster", Name: "demo", UID: "cluster-uid", Controller: ptr.To(true)}},
+			ManagedFields:   managedFields(),
+		},
+	}
+	want := in.DeepCopy()
+	want.ManagedFields = nil
+	want.Annotations = map[string]string{"etcd.raftsman.io/note": "kept"}
+	out, err := cacheTransform(t, &corev1.Secret{})(in.DeepCopy())
+	if err != nil || !reflect.DeepEqual(out, want) {
+		t.Errorf("Secret metadata = %+v (%v), want %+v", out, err, want)
+	}
+}
+
 // TestOtherKindsKeepTheirFields: the other kinds lose only managedFields.
 func TestOtherKindsKeepTheirFields(t *testing.T) {
 	t.Parallel()
@@ -592,7 +620,7 @@ func TestOtherKindsKeepTheirFields(t *testing.T) {
 		}
 	}
 	sort.Strings(kinds)
-	if !slices.Equal(kinds, []string{"*v1.PersistentVolumeClaim", "*v1.Pod"}) {
+	if !slices.Equal(kinds, []string{"*v1.PersistentVolumeClaim", "*v1.Pod", "*v1.Secret"}) {
 		t.Errorf("kinds with a transform of their own: %v", kinds)
 	}
 }

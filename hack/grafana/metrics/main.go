@@ -267,6 +267,7 @@ func setupOperator(cfg *rest.Config, scheme *runtime.Scheme, so controllers.Shar
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		NewCache:               kube.NewCache,
 	})
 	if err != nil {
 		return err
