@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -245,8 +246,13 @@ func cachedObjects(ctx context.Context, every bool) (map[string]int, error) {
 		"Pod":                   func() client.ObjectList { return &corev1.PodList{} },
 		"PersistentVolumeClaim": func() client.ObjectList { return &corev1.PersistentVolumeClaimList{} },
 		"Service":               func() client.ObjectList { return &corev1.ServiceList{} },
-		"Secret":                func() client.ObjectList { return &corev1.SecretList{} },
-		"PodDisruptionBudget":   func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} },
+		"Secret": func() client.ObjectList {
+			// The shard caches keep Secrets' metadata only (pkg/kube).
+			l := &metav1.PartialObjectMetadataList{}
+			l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+			return l
+		},
+		"PodDisruptionBudget": func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} },
 	}
 	// A cache that is not synced yet makes List wait; one of a shard that
 	// stopped meanwhile would make it wait for ever.
