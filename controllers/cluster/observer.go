@@ -30,7 +30,13 @@ import (
 //     cluster is suspect from then on), so a mass hang cannot fill the
 //     answering lane; its calls go on to their own timeouts;
 //   - a suspect cluster (its last look found no answer) is looked at in
-//     the suspect lane, and the pass does not wait at all.
+//     the suspect lane, and the pass does not wait at all;
+//   - while Limit looks or more are overdue (past Wait and still running:
+//     many tenants hung at once, a node lost), no pass waits either: each
+//     newly hung cluster would otherwise hold a worker for Wait, and
+//     hundreds of them, one after the other, would keep every worker busy
+//     for minutes. A healthy cluster's answer then comes a moment later,
+//     by the wake-up its look's end brings.
 //
 // A pass that finds no answer yet ends without deciding anything; the
 // look's end wakes the cluster, and the pass then takes its answer. An
@@ -50,6 +56,8 @@ type Observer struct {
 	mu      sync.Mutex
 	looks   map[types.NamespacedName]*look
 	suspect map[types.NamespacedName]bool
+	// overdue counts the looks running past Wait.
+	overdue int
 }
 
 // answerTTL is how long an answer may wait for the pass that takes it.
@@ -155,11 +163,12 @@ func (o *Observer) observe(ctx context.Context, c *etcdv1.EtcdCluster, req lookR
 		}
 	}
 	suspect := o.suspect[key]
-	l = &look{done: make(chan struct{}), waited: !suspect}
+	wait := !suspect && o.overdue < max(o.Limit, 1)
+	l = &look{done: make(chan struct{}), waited: wait}
 	o.looks[key] = l
 	o.mu.Unlock()
 	go o.run(key, l, suspect, req)
-	if suspect {
+	if !wait {
 		return observation{}, false
 	}
 	t := time.NewTimer(o.Wait)
@@ -195,15 +204,28 @@ func (o *Observer) run(key types.NamespacedName, l *look, suspect bool, req look
 	var release sync.Once
 	free := func() { release.Do(func() { <-lane }) }
 	defer free()
+	// overdue and finished are guarded by o.mu: a demotion that fires as
+	// the look ends counts it overdue only if it has not ended.
+	overdue, finished := false, false
 	if !suspect {
 		demote := time.AfterFunc(o.Wait, func() {
 			observationsDemoted.Inc()
+			o.mu.Lock()
+			if !finished {
+				o.overdue++
+				overdue = true
+			}
+			o.mu.Unlock()
 			free()
 		})
 		defer demote.Stop()
 	}
 	answer := req.run(context.Background())
 	o.mu.Lock()
+	finished = true
+	if overdue {
+		o.overdue--
+	}
 	l.answer, l.ended = answer, time.Now()
 	if answer.listErr != nil {
 		o.suspect[key] = true

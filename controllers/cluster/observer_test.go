@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -358,4 +360,64 @@ func listedName(list []etcd.Member, id uint64) string {
 		}
 	}
 	return ""
+}
+
+func TestObserverStopsWaitingWhileManyLooksAreOverdue(t *testing.T) {
+	t.Parallel()
+	// Two hung clusters fill a lane of two with overdue looks: a mass
+	// hang. A pass of a healthy cluster then does not wait for its look
+	// (each newly hung cluster would hold a worker for the wait); the
+	// look's end wakes it, and the next pass takes the answer. Once the
+	// hung looks end, passes wait again.
+	o := &Observer{Limit: 2, Wait: 20 * time.Millisecond}
+	o.init()
+	hung := []*hangingClient{newHanging(answering()), newHanging(answering())}
+	for i, h := range hung {
+		if _, ok := observeSoon(t, o, testCluster(fmt.Sprintf("hung-%d", i)), lookAt(h)); ok {
+			t.Fatal("a hung etcd answered")
+		}
+	}
+	waitOverdue := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			o.mu.Lock()
+			n := o.overdue
+			o.mu.Unlock()
+			if n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d looks overdue, want %d", n, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitOverdue(2)
+	healthy := testCluster("healthy")
+	req := lookAt(answering())
+	if _, ok := observeSoon(t, o, healthy, req); ok {
+		t.Fatal("a pass waited for its look while the lane's worth of looks were overdue")
+	}
+	woken(t, o, "healthy")
+	if obs, ok := observeSoon(t, o, healthy, req); !ok || obs.listErr != nil {
+		t.Fatalf("the healthy cluster's answer on its wake-up: ok %v, %+v", ok, obs)
+	}
+	for _, h := range hung {
+		h.release()
+	}
+	for range hung {
+		select {
+		case ev := <-o.wake:
+			if !strings.HasPrefix(ev.Object.Name, "hung-") {
+				t.Fatalf("woke %s, want a hung cluster", ev.Object.Name)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a released look did not wake its cluster")
+		}
+	}
+	waitOverdue(0)
+	if _, ok := observeSoon(t, o, healthy, req); !ok {
+		t.Fatal("once no look was overdue, a healthy cluster's pass did not wait for its look")
+	}
 }
