@@ -638,20 +638,7 @@ func TestLeanPodSize(t *testing.T) {
 	}
 	// The heap 1,000 objects hold, each made as the informer makes it (a
 	// decoded copy in, the stored object out).
-	heap := func(newObj func() any) uint64 {
-		const n = 1000
-		keep := make([]any, 0, n)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		for range n {
-			keep = append(keep, newObj())
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(keep)
-		return (after.HeapAlloc - before.HeapAlloc) / n
-	}
+	heap := heapPerObject
 	measure := func(what string, full client.Object) {
 		t.Helper()
 		stripped := full.DeepCopyObject().(client.Object)
@@ -690,4 +677,20 @@ func TestLeanPodSize(t *testing.T) {
 	measure("member Pod with a webhook's proxy env and a CNI annotation", fullMemberPod())
 	measure("member PVC", fullPVC())
 	measure("agent Pod (backup to S3)", agentFixture(corev1.PodSucceeded, "", "", `{"key":"ns/demo/nightly.db"}`))
+}
+
+// heapPerObject is the heap each of 1,000 objects newObj makes holds.
+func heapPerObject(newObj func() any) uint64 {
+	const n = 1000
+	keep := make([]any, 0, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range n {
+		keep = append(keep, newObj())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(keep)
+	return (after.HeapAlloc - before.HeapAlloc) / n
 }

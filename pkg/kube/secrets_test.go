@@ -3,7 +3,6 @@ package kube
 import (
 	"encoding/json"
 	"net"
-	"runtime"
 	"testing"
 	"time"
 
@@ -66,20 +65,7 @@ func clusterSecrets(t *testing.T) []*corev1.Secret {
 func TestSecretMetadataSize(t *testing.T) {
 	secrets := clusterSecrets(t)
 	transform := cacheTransform(t, &corev1.Secret{})
-	heap := func(newObjs func() any) uint64 {
-		const n = 1000
-		keep := make([]any, 0, n)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		for range n {
-			keep = append(keep, newObjs())
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(keep)
-		return (after.HeapAlloc - before.HeapAlloc) / n
-	}
+	heap := heapPerObject
 	whole := heap(func() any {
 		out := make([]any, 0, len(secrets))
 		for _, s := range secrets {
