@@ -44,6 +44,11 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	if r.Options.CalmHealthInterval > r.Options.HealthInterval {
 		req.only, req.carried, _ = r.polls.lightLook(&s.view, time.Now(), lightLookMaxAge(len(s.active()), r.Options.CalmHealthInterval))
+		for _, m := range s.active() {
+			if id, err := etcd.ParseID(m.Status.MemberID); err == nil && id == req.only && req.only != 0 {
+				req.onlyURL = m.Spec.ClientURL
+			}
+		}
 	}
 	o, ok := r.Observer.observe(ctx, s.cluster, req)
 	if !ok {

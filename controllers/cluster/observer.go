@@ -115,6 +115,7 @@ type lookRequest struct {
 	// its status; carried the last answers of the others, taken when only
 	// answers and etcd still lists them.
 	only    uint64
+	onlyURL string
 	carried map[uint64]etcd.Status
 }
 
@@ -265,6 +266,14 @@ func (req lookRequest) run(ctx context.Context) (o observation) {
 			o.listErr = errors.Join(o.listErr, fmt.Errorf("panic while asking etcd: %v", p))
 		}
 	}()
+	// A light look asks its one member first, so that the member list,
+	// asked next, goes over the connection that opened (the client asks a
+	// member whose connection is open first): a poll of a calm cluster
+	// whose connections went idle opens one TLS connection, not two.
+	var first map[uint64]etcd.Status
+	if req.only != 0 && req.onlyURL != "" {
+		first, o.panics = statuses(ctx, req, map[uint64]string{req.only: req.onlyURL})
+	}
 	tctx, cancel := context.WithTimeout(ctx, req.listTimeout)
 	defer cancel()
 	o.clusterID, o.list, o.listErr = req.client.MemberList(tctx)
@@ -281,7 +290,11 @@ func (req lookRequest) run(ctx context.Context) (o observation) {
 	if url, ok := urls[req.only]; ok && req.only != 0 {
 		urls = map[uint64]string{req.only: url}
 	}
-	o.health, o.panics = statuses(ctx, req, urls)
+	if first != nil && len(urls) == 1 && urls[req.only] == req.onlyURL {
+		o.health = first // the member etcd lists at the URL asked
+	} else {
+		o.health, o.panics = statuses(ctx, req, urls)
+	}
 	for _, st := range o.health {
 		if st.Leader != 0 && !st.IsLearner {
 			o.leader = st.Leader

@@ -298,58 +298,79 @@ func TestLookAsksForAlarmsOnlyWhenAMemberReportsAnError(t *testing.T) {
 
 func TestLightLookAsksOneMemberAndCarriesTheOthers(t *testing.T) {
 	t.Parallel()
-	f := etcd.NewFake()
-	f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"}, [3]string{"m1", "http://m1:2380", "http://m1:2379"},
-		[3]string{"m2", "http://m2:2380", "http://m2:2379"})
-	full := lookAt(f).run(context.Background())
-	if len(full.health) != 3 || f.Calls("Status") != 3 {
-		t.Fatalf("full look: %d statuses, %d asked, want 3 and 3", len(full.health), f.Calls("Status"))
-	}
-	var ask uint64
-	carried := map[uint64]etcd.Status{}
-	for id, st := range full.health {
-		if ask == 0 {
-			ask = id
-			continue
-		}
-		st.DBSize = 12345 // marks the carried copy
-		carried[id] = st
-	}
-	req := lookAt(f)
-	req.only, req.carried = ask, carried
+	for _, tt := range []struct {
+		name string
+		// url is the asked member's client URL as the pass knows it:
+		// none (the list gives it), the one etcd lists (its status is
+		// asked first, before the list, and not again), or another one
+		// (asked first, then asked again at the URL etcd lists).
+		url string
+		// statuses asked per light look
+		statuses int
+	}{
+		{name: "URL from the list", url: "", statuses: 1},
+		{name: "status asked before the list", url: "listed", statuses: 1},
+		{name: "stale URL asked again at the listed one", url: "http://elsewhere:2379", statuses: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := etcd.NewFake()
+			f.Bootstrap([3]string{"m0", "http://m0:2380", "http://m0:2379"}, [3]string{"m1", "http://m1:2380", "http://m1:2379"},
+				[3]string{"m2", "http://m2:2380", "http://m2:2379"})
+			full := lookAt(f).run(context.Background())
+			if len(full.health) != 3 || f.Calls("Status") != 3 {
+				t.Fatalf("full look: %d statuses, %d asked, want 3 and 3", len(full.health), f.Calls("Status"))
+			}
+			var ask uint64
+			carried := map[uint64]etcd.Status{}
+			for id, st := range full.health {
+				if ask == 0 {
+					ask = id
+					continue
+				}
+				st.DBSize = 12345 // marks the carried copy
+				carried[id] = st
+			}
+			req := lookAt(f)
+			req.only, req.carried, req.onlyURL = ask, carried, tt.url
+			if tt.url == "listed" {
+				req.onlyURL = "http://" + listedName(full.list, ask) + ":2379"
+			}
 
-	o := req.run(context.Background())
-	if got := f.Calls("Status"); got != 4 {
-		t.Fatalf("light look asked %d statuses in all, want 4 (one more)", got)
-	}
-	if f.Calls("Alarms") != 0 {
-		t.Fatalf("light look of a quiet cluster asked for the alarm list")
-	}
-	if len(o.health) != 3 || len(o.carried) != 2 || o.carried[ask] || o.health[ask].DBSize == 12345 {
-		t.Fatalf("light look: health %v, carried %v; want the asked member's own answer and the two others carried", o.health, o.carried)
-	}
-	if o.leader == 0 {
-		t.Fatalf("light look: no leader from the asked member's answer")
-	}
+			o := req.run(context.Background())
+			if got := f.Calls("Status"); got != 3+tt.statuses {
+				t.Fatalf("light look asked %d statuses in all, want %d", got, 3+tt.statuses)
+			}
+			if f.Calls("Alarms") != 0 {
+				t.Fatalf("light look of a quiet cluster asked for the alarm list")
+			}
+			if len(o.health) != 3 || len(o.carried) != 2 || o.carried[ask] || o.health[ask].DBSize == 12345 {
+				t.Fatalf("light look: health %v, carried %v; want the asked member's own answer and the two others carried", o.health, o.carried)
+			}
+			if o.leader == 0 {
+				t.Fatalf("light look: no leader from the asked member's answer")
+			}
 
-	// The asked member holds an alarm: its status says so, and the list is asked.
-	f.RaiseAlarm("m0", etcd.AlarmNoSpace)
-	if o := req.run(context.Background()); len(o.alarms) != 1 || f.Calls("Alarms") != 1 {
-		t.Fatalf("light look with an alarm: %v, %d lists asked, want the NOSPACE alarm from one list", o.alarms, f.Calls("Alarms"))
-	}
+			// The asked member holds an alarm: its status says so, and the list is asked.
+			f.RaiseAlarm(listedName(full.list, ask), etcd.AlarmNoSpace)
+			if o := req.run(context.Background()); len(o.alarms) != 1 || f.Calls("Alarms") != 1 {
+				t.Fatalf("light look with an alarm: %v, %d lists asked, want the NOSPACE alarm from one list", o.alarms, f.Calls("Alarms"))
+			}
 
-	// The asked member does not answer: nothing is carried, so the pass
-	// sees members without health and the next look asks every one.
-	f.SetHealthy(listedName(full.list, ask), false)
-	if o := req.run(context.Background()); len(o.health) != 0 || len(o.carried) != 0 {
-		t.Fatalf("asked member silent: health %v carried %v, want neither", o.health, o.carried)
-	}
+			// The asked member does not answer: nothing is carried, so the pass
+			// sees members without health and the next look asks every one.
+			f.SetHealthy(listedName(full.list, ask), false)
+			if o := req.run(context.Background()); len(o.health) != 0 || len(o.carried) != 0 {
+				t.Fatalf("asked member silent: health %v carried %v, want neither", o.health, o.carried)
+			}
 
-	// A member etcd no longer lists is not carried.
-	f.SetHealthy(listedName(full.list, ask), true)
-	carried[999] = etcd.Status{MemberID: 999}
-	if o := req.run(context.Background()); o.carried[999] || len(o.health) != 3 {
-		t.Fatalf("unlisted member carried: %v", o.health)
+			// A member etcd no longer lists is not carried.
+			f.SetHealthy(listedName(full.list, ask), true)
+			carried[999] = etcd.Status{MemberID: 999}
+			if o := req.run(context.Background()); o.carried[999] || len(o.health) != 3 {
+				t.Fatalf("unlisted member carried: %v", o.health)
+			}
+		})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	grpccreds "google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
@@ -28,18 +29,22 @@ import (
 
 // ClientFactory makes real etcd clients and keeps one per cluster.
 //
-// A cluster's client keeps one connection per member, made on first use:
+// A cluster's client has one connection per member, made on first use:
 // the questions a pass asks (MemberList, each member's Status, the alarms,
 // and Defragment and MoveLeader) go over them. etcd's balanced client, one
 // more connection to every member, is opened only for the calls that change
 // something (membership, alarms disarmed, compaction, downgrade,
-// authentication and users) and closed once unused for IdleTimeout: a quiet
-// cluster costs one connection per member.
+// authentication and users). Both are closed once unused for IdleTimeout
+// (a member's connection by gRPC's own idle mode, which drops its
+// transport, TLS state and goroutines and dials again at the next call):
+// a calm cluster, asked every few minutes, holds no open connection
+// between its polls.
 type ClientFactory struct {
 	// DialTimeout bounds connecting to an endpoint.
 	DialTimeout time.Duration
-	// IdleTimeout is how long a cluster's balanced client stays open after
-	// its last call; zero keeps it open until the cluster is forgotten.
+	// IdleTimeout is how long a cluster's balanced client, and each of its
+	// member connections, stays open after its last call; zero keeps them
+	// open until the cluster is forgotten.
 	IdleTimeout time.Duration
 
 	mu      sync.Mutex
@@ -136,6 +141,10 @@ func (c Credentials) TLSConfig() (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("client certificate: %w", err)
 		}
+		// The parsed leaf would be kept for the cluster's life (2.5 KiB
+		// with an ECDSA certificate); a handshake that needs it parses it
+		// again, and a calm cluster makes one a poll at most.
+		cert.Leaf = nil
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
@@ -156,8 +165,11 @@ func (f *ClientFactory) Forget(key string) {
 var errClosed = errors.New("etcd client closed: its cluster was forgotten or its credentials renewed")
 
 type realClient struct {
-	creds       [32]byte
-	tls         *tls.Config
+	creds [32]byte
+	tls   *tls.Config
+	// tlsCreds are the member connections' credentials, made once from
+	// tls (each holds a copy of the configuration).
+	tlsCreds    grpccreds.TransportCredentials
 	dialTimeout time.Duration
 	idleTimeout time.Duration
 
@@ -166,9 +178,11 @@ type realClient struct {
 	closed    bool
 
 	// conns are the connections to single members, by endpoint, made on
-	// first use and kept: etcd's client dials a new one for each call to
-	// one member, which cost a TLS handshake per member and health check.
-	// Those of endpoints the cluster no longer has are closed.
+	// first use and kept while used: etcd's client dials a new one for
+	// each call to one member, which cost a TLS handshake per member and
+	// health check. Each goes idle (no transport) after idleTimeout
+	// without a call. Those of endpoints the cluster no longer has are
+	// closed.
 	conns map[string]*grpc.ClientConn
 	// answered is the endpoint that answered MemberList or Alarms last;
 	// failing are those whose last try at either failed, asked last.
@@ -269,7 +283,10 @@ func (c *realClient) conn(endpoint string) (*grpc.ClientConn, error) {
 	target, secure := memberTarget(endpoint, c.tls != nil)
 	creds := insecure.NewCredentials()
 	if secure {
-		creds = grpccreds.NewTLS(c.tls)
+		if c.tlsCreds == nil {
+			c.tlsCreds = grpccreds.NewTLS(c.tls)
+		}
+		creds = c.tlsCreds
 	}
 	opts := append(dialOptions(c.dialTimeout),
 		grpc.WithTransportCredentials(creds),
@@ -278,6 +295,9 @@ func (c *realClient) conn(endpoint string) (*grpc.ClientConn, error) {
 		// again (etcd's client retries such calls): otherwise a member that
 		// hung and came back would be refused until gRPC's next try.
 		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
+		// Zero turns gRPC's idle mode off, as it keeps the balanced
+		// client open.
+		grpc.WithIdleTimeout(c.idleTimeout),
 	)
 	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
@@ -421,7 +441,9 @@ func tryTime(ctx context.Context, left int) time.Duration {
 	return max(time.Until(dl)/time.Duration(left), minTry)
 }
 
-// order is the endpoints in the order askAny tries them.
+// order is the endpoints in the order askAny tries them: after the one
+// that answered last, those whose connection is open first (a call on an
+// idle one costs a new TLS connection), those whose last try failed last.
 func (c *realClient) order() ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -437,16 +459,19 @@ func (c *realClient) order() ([]string, error) {
 		start = i + 1
 	}
 	order := make([]string, 0, n)
-	var failing []string
+	var closed, failing []string
 	for k := range n {
 		ep := c.endpoints[(start+k)%n]
-		if c.failing[ep] {
+		switch cc, ok := c.conns[ep]; {
+		case c.failing[ep]:
 			failing = append(failing, ep)
-			continue
+		case ok && cc.GetState() == connectivity.Ready:
+			order = append(order, ep)
+		default:
+			closed = append(closed, ep)
 		}
-		order = append(order, ep)
 	}
-	return append(order, failing...), nil
+	return append(append(order, closed...), failing...), nil
 }
 
 // tried records whether a member answered askAny.

@@ -512,9 +512,9 @@ func TestQuietClusterOneConnectionPerMember(t *testing.T) {
 				t.Errorf("the balanced client made no connection of its own (%d in all)", n)
 			}
 			eventually(t, "closed the idle balanced client", func() bool { return !balancedOpen(cli) })
-			eventually(t, "back to one open connection per member", func() bool {
+			eventually(t, "closed the idle member connections", func() bool {
 				for _, l := range ls {
-					if l.open.Load() != 1 {
+					if l.open.Load() != 0 {
 						return false
 					}
 				}
@@ -522,8 +522,75 @@ func TestQuietClusterOneConnectionPerMember(t *testing.T) {
 			})
 			before := total()
 			ask()
-			if n := total(); n != before {
-				t.Errorf("questions after the balanced client closed made %d connections, want 0", n-before)
+			if n := total(); n != before+3 {
+				t.Errorf("questions after the connections went idle made %d connections, want 3 (one per member)", n-before)
+			}
+			if balancedOpen(cli) {
+				t.Error("questions after idle opened the balanced client")
+			}
+		})
+	}
+}
+
+// TestIdleClientOpensOneConnectionPerLook: once every connection of a
+// cluster went idle, a calm look (one member's Status, then MemberList
+// and Alarms) opens a single connection: the questions that any member
+// may answer go to the member whose connection is open, not to the next
+// one in turn.
+func TestIdleClientOpensOneConnectionPerLook(t *testing.T) {
+	t.Parallel()
+	for _, withTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%t", withTLS), func(t *testing.T) {
+			t.Parallel()
+			eps, members, ls, creds := fakeCluster(t, withTLS, roleVoter, roleVoter, roleVoter)
+			f := NewClientFactory()
+			f.IdleTimeout = 200 * time.Millisecond
+			t.Cleanup(func() { f.Forget("c") })
+			ctx := t.Context()
+			cli, err := f.Get(ctx, "c", eps, creds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			accepted := func() []int32 {
+				n := make([]int32, len(ls))
+				for i, l := range ls {
+					n[i] = l.accepted.Load()
+				}
+				return n
+			}
+			for look := range 2 * len(eps) {
+				eventually(t, "every connection idle", func() bool {
+					for _, l := range ls {
+						if l.open.Load() != 0 {
+							return false
+						}
+					}
+					return true
+				})
+				k := look % len(eps)
+				before, askedBefore := accepted(), members[k].asked.Load()
+				if _, err := cli.Status(ctx, eps[k]); err != nil {
+					t.Fatalf("look %d: Status of %s: %v", look, eps[k], err)
+				}
+				if _, _, err := cli.MemberList(ctx); err != nil {
+					t.Fatalf("look %d: MemberList: %v", look, err)
+				}
+				if _, err := cli.Alarms(ctx); err != nil {
+					t.Fatalf("look %d: Alarms: %v", look, err)
+				}
+				after := accepted()
+				for i := range ls {
+					want := before[i]
+					if i == k {
+						want++
+					}
+					if after[i] != want {
+						t.Errorf("look %d at member %d: member %d got %d new connections, want %d", look, k+1, i+1, after[i]-before[i], want-before[i])
+					}
+				}
+				if n := members[k].asked.Load() - askedBefore; n != 2 {
+					t.Errorf("look %d: member %d, the one connected, answered %d of MemberList and Alarms, want 2", look, k+1, n)
+				}
 			}
 		})
 	}

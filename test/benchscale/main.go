@@ -63,13 +63,13 @@ import (
 var (
 	out      = flag.String("out", "bench/RESULTS.md", "file whose bench-scale section is written")
 	clusters = flag.Int("clusters", 1000, "number of EtcdClusters")
-	// A calm cluster's polls space out (1m, 2m, 4m, then every
-	// --calm-health-interval, 5m): the idle window opens once they have
+	// A calm cluster's polls space out (1m, 2m, 4m, 8m, then every
+	// --calm-health-interval, 10m): the idle window opens once they have
 	// (idle-after), and lasts one calm interval, so that each cluster is
 	// polled about once in it; it also outlasts the 2 minutes after which
-	// the real client closes a balanced client left unused.
-	idle      = flag.Duration("idle", 5*time.Minute, "how long the converged clusters are watched for API and etcd requests")
-	idleAfter = flag.Duration("idle-after", 8*time.Minute, "how long after the clusters formed and were measured the idle window opens, for their polls to reach the calm pace")
+	// the real client closes connections left unused.
+	idle      = flag.Duration("idle", 10*time.Minute, "how long the converged clusters are watched for API and etcd requests")
+	idleAfter = flag.Duration("idle-after", 16*time.Minute, "how long after the clusters formed and were measured the idle window opens, for their polls to reach the calm pace")
 	etcdMode  = flag.String("etcd", "sim", "sim: the operator's real etcd client against the etcd simulator (a process of its own); fake: an in-memory fake etcd in the operator's process")
 	hung      = flag.Int("hung", 200, "with -etcd=sim, how many clusters hang (etcd paused, member Pods not Ready) while others scale")
 	scales    = flag.Int("scales", 5, "with -etcd=sim, how many clusters scale 1 -> 2 with none hung, and as many with -hung hung")
@@ -185,9 +185,17 @@ type results struct {
 	scale       *scaleFigures
 	idle        time.Duration
 	idleAfter   time.Duration
-	idleReads   int64 // in the idle window, lease requests left out
-	idleWrites  int64
-	idleLease   int64
+	// idleHeap and idleGoroutines are the heap and goroutines above the
+	// baseline at the end of the idle window, the fleet at its calm pace.
+	idleHeap       heap
+	idleGoroutines int
+	// heapBaseline and baseGoroutines are the same before the operator
+	// started.
+	heapBaseline   heap
+	baseGoroutines int
+	idleReads      int64 // in the idle window, lease requests left out
+	idleWrites     int64
+	idleLease      int64
 	// idleWritesByResource is raftsman_api_writes_total over the window.
 	idleWritesByResource map[string]float64
 	// idleReconciles are the reconciles by controller in the idle window,
@@ -360,6 +368,7 @@ func (r *results) measureHeap(ctx context.Context, count *apiCounter, baseline h
 		quiet.Seconds(), formed.reads, formed.writes, float64(formed.writes)/float64(r.n), perCluster(writesByResource(), r.n), formed.lease)
 	r.heap = heapNow().minus(baseline)
 	r.goroutines = runtime.NumGoroutine() - baseGoroutines
+	r.heapBaseline, r.baseGoroutines = baseline, baseGoroutines
 	if sim != nil {
 		st, err := simStats(ctx, sim.ctl)
 		if err != nil {
@@ -404,6 +413,9 @@ func (r *results) measureIdle(ctx context.Context, count *apiCounter, sim *simul
 		return ctx.Err()
 	}
 	after, afterByRes := count.snapshot(), writesByResource()
+	r.idleHeap, r.idleGoroutines = heapNow().minus(r.heapBaseline), runtime.NumGoroutine()-r.baseGoroutines
+	fmt.Printf("operator heap at the end of the idle window: in use %.1f MiB (%.1f KiB per cluster), live %.1f MiB (%.1f KiB per cluster); %d goroutines (%.2f per cluster)\n",
+		mib(r.idleHeap.inuse), kib(r.idleHeap.inuse)/float64(r.n), mib(r.idleHeap.live), kib(r.idleHeap.live)/float64(r.n), r.idleGoroutines, float64(r.idleGoroutines)/float64(r.n))
 	r.idleReconciles, r.idleLooks = delta(reconcileCounters(), reconcilesBefore), delta(observerCounters(), looksBefore)
 	fmt.Printf("idle %s: reconciles by controller %v, looks at etcd %v\n", r.idle, r.idleReconciles, r.idleLooks)
 	if sim != nil {
@@ -962,6 +974,11 @@ func (r *results) markdown(now time.Time) string {
 		fmt.Sprintf("<= %d KiB", heapTarget>>10), yes(heapPerCluster <= kib(heapTarget)))
 	perCl := func(v int64) float64 { return float64(v) / float64(r.n) }
 	row("operator goroutines per cluster, one replica running every shard", fmt.Sprintf("%.2f", float64(r.goroutines)/float64(r.n)), "", "")
+	if r.idleHeap.inuse != 0 {
+		idlePerCluster := kib(r.idleHeap.inuse) / float64(r.n)
+		row(fmt.Sprintf("operator heap in use per cluster at the end of the idle window, calm clusters (live %.1f KiB; %.2f goroutines per cluster)", kib(r.idleHeap.live)/float64(r.n), float64(r.idleGoroutines)/float64(r.n)),
+			fmt.Sprintf("%.1f KiB", idlePerCluster), fmt.Sprintf("<= %d KiB", heapTarget>>10), yes(idlePerCluster <= kib(heapTarget)))
+	}
 	if r.sim {
 		row(fmt.Sprintf("open connections per cluster to its etcd once formed, as the simulator counts them (%d TLS handshakes for %d members)", r.formedConns.handshakes, r.formedConns.members),
 			fmt.Sprintf("%.2f", perCl(r.formedConns.open)), "", "")
@@ -1068,7 +1085,7 @@ func (r *results) fakeMethod(b *strings.Builder) {
 }
 
 func (r *results) simMethod(b *strings.Builder) {
-	fmt.Fprintf(b, "Method: envtest's kube-apiserver with the CRDs, and the operator's real controllers (`controllers.SetupShards` on a root manager, Leases on) with its real etcd client (`etcd.NewClientFactory()`: TLS gRPC, one connection kept per member, etcd's balanced client only for changes). ")
+	fmt.Fprintf(b, "Method: envtest's kube-apiserver with the CRDs, and the operator's real controllers (`controllers.SetupShards` on a root manager, Leases on) with its real etcd client (`etcd.NewClientFactory()`: TLS gRPC, one connection per member, closed after 2 idle minutes, etcd's balanced client only for changes). ")
 	where := "in a process of its own (its heap, %.1f MiB here, is not the operator's)"
 	if r.simProcs > 1 {
 		why := "as one process would need more open files than the hard limit here, which this process may not raise, allows"
@@ -1084,7 +1101,7 @@ func (r *results) simMethod(b *strings.Builder) {
 	fmt.Fprintf(b, "The benchmark plays the kubelet: a member Pod's etcd starts in the simulator with the Secret the Pod mounts, then the Pod is marked Ready and Running. ")
 	fmt.Fprintf(b, "Heap is HeapInuse after a GC less the same before the managers started (live objects, HeapAlloc: %.1f KiB per cluster), and goroutines runtime.NumGoroutine less the same, once the clusters formed and the writes that follow ended; both include the real clients and their connections, and the wrapper's cache of rewritten addresses (tens of bytes per member), which a real operator does not hold. ",
 		kib(r.heap.live)/float64(r.n))
-	fmt.Fprintf(b, "API requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f); etcd requests (by method, once answered), accepted connections and completed TLS handshakes by the simulator per member listener over the same window. The window opens %s after the clusters were measured: the operator polls a calm cluster after 1m, 2m, 4m, then every 5m (--calm-health-interval), so that the window sees the pace a quiet fleet keeps; the reconcile and look rows say what it did. ",
+	fmt.Fprintf(b, "API requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f); etcd requests (by method, once answered), accepted connections and completed TLS handshakes by the simulator per member listener over the same window. The window opens %s after the clusters were measured: the operator polls a calm cluster after 1m, 2m, 4m, 8m, then every 10m (--calm-health-interval), so that the window sees the pace a quiet fleet keeps; the reconcile and look rows say what it did. The heap is measured twice: once the clusters formed (recently formed clusters are polled every minute, so their connections are open) and at the end of the idle window (a calm cluster's connections close 2 minutes after its poll). ",
 		r.idle, r.idleWrites, sum(r.idleWritesByResource), r.idleAfter)
 	if s := r.scale; s != nil {
 		fmt.Fprintf(b, "Scale-ups: the benchmark patches spec.replicas 1 -> 2 and times until a watch sees the new EtcdMember (the operator's first act) and until the simulator receives MemberAddAsLearner; %d clusters one after the other with none hung, then %d clusters hang (the simulator pauses them and the benchmark marks their member Pods not Ready, %.1f s for all) and %d other clusters scale the same way right after; the hung clusters stay hung %.0f s, then resume (every cluster was Available again %.0f s later, %d not). ",
