@@ -34,11 +34,9 @@ import (
 // and Defragment and MoveLeader) go over them. etcd's balanced client, one
 // more connection to every member, is opened only for the calls that change
 // something (membership, alarms disarmed, compaction, downgrade,
-// authentication and users). Both are closed once unused for IdleTimeout
-// (a member's connection by gRPC's own idle mode, which drops its
-// transport, TLS state and goroutines and dials again at the next call):
-// a calm cluster, asked every few minutes, holds no open connection
-// between its polls.
+// authentication and users). Both are closed once unused for IdleTimeout,
+// and opened again by the next call that needs them: a calm cluster, asked
+// every few minutes, holds no connection between its polls.
 type ClientFactory struct {
 	// DialTimeout bounds connecting to an endpoint.
 	DialTimeout time.Duration
@@ -180,10 +178,12 @@ type realClient struct {
 	// conns are the connections to single members, by endpoint, made on
 	// first use and kept while used: etcd's client dials a new one for
 	// each call to one member, which cost a TLS handshake per member and
-	// health check. Each goes idle (no transport) after idleTimeout
-	// without a call. Those of endpoints the cluster no longer has are
-	// closed.
-	conns map[string]*grpc.ClientConn
+	// health check. Each is closed once no call has used it for
+	// idleTimeout (sweep), as are those of endpoints the cluster no longer
+	// has. sweepArmed says whether sweep will fire.
+	conns      map[string]*memberConn
+	sweep      *time.Timer
+	sweepArmed bool
 	// answered is the endpoint that answered MemberList or Alarms last;
 	// failing are those whose last try at either failed, asked last.
 	answered string
@@ -269,16 +269,25 @@ func (c *realClient) closeIdle() {
 	_ = cli.Close()
 }
 
-// conn is the connection kept for one member's endpoint. gRPC connects it
-// at its first call, not here.
-func (c *realClient) conn(endpoint string) (*grpc.ClientConn, error) {
+// memberConn is the connection kept for one member's endpoint, the calls
+// using it and when the last one ended.
+type memberConn struct {
+	cc      *grpc.ClientConn
+	inUse   int
+	lastUse time.Time
+}
+
+// conn is the connection kept for one member's endpoint, and the function
+// to call when done with it. gRPC connects it at its first call, not here.
+func (c *realClient) conn(endpoint string) (*grpc.ClientConn, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, errClosed
+		return nil, nil, errClosed
 	}
-	if cc, ok := c.conns[endpoint]; ok {
-		return cc, nil
+	if mc, ok := c.conns[endpoint]; ok {
+		mc.inUse++
+		return mc.cc, func() { c.releaseConn(mc) }, nil
 	}
 	target, secure := memberTarget(endpoint, c.tls != nil)
 	creds := insecure.NewCredentials()
@@ -295,19 +304,68 @@ func (c *realClient) conn(endpoint string) (*grpc.ClientConn, error) {
 		// again (etcd's client retries such calls): otherwise a member that
 		// hung and came back would be refused until gRPC's next try.
 		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
-		// Zero turns gRPC's idle mode off, as it keeps the balanced
-		// client open.
-		grpc.WithIdleTimeout(c.idleTimeout),
 	)
 	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
+		return nil, nil, fmt.Errorf("connect to %s: %w", endpoint, err)
 	}
 	if c.conns == nil {
-		c.conns = map[string]*grpc.ClientConn{}
+		c.conns = map[string]*memberConn{}
 	}
-	c.conns[endpoint] = cc
-	return cc, nil
+	mc := &memberConn{cc: cc, inUse: 1}
+	c.conns[endpoint] = mc
+	return cc, func() { c.releaseConn(mc) }, nil
+}
+
+// releaseConn ends a call's use of a member connection; once none uses it,
+// sweep closes it after the idle timeout. (gRPC's own idle mode would keep
+// the connection's three goroutines and most of its memory.)
+func (c *realClient) releaseConn(mc *memberConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mc.inUse--
+	mc.lastUse = time.Now()
+	if mc.inUse > 0 || c.idleTimeout <= 0 || c.closed || c.sweepArmed {
+		// An armed sweep fires before this use's idle time ends, and
+		// arms itself again for what is left.
+		return
+	}
+	c.sweepArmed = true
+	if c.sweep == nil {
+		c.sweep = time.AfterFunc(c.idleTimeout, c.closeIdleConns)
+		return
+	}
+	c.sweep.Reset(c.idleTimeout)
+}
+
+// closeIdleConns closes the member connections no call has used for the
+// idle timeout, and arms the sweep again for the first of the others.
+func (c *realClient) closeIdleConns() {
+	c.mu.Lock()
+	var drop []*grpc.ClientConn
+	next := time.Duration(0)
+	for ep, mc := range c.conns {
+		if mc.inUse > 0 {
+			continue // its release arms the sweep if need be
+		}
+		left := c.idleTimeout - time.Since(mc.lastUse)
+		if left <= 0 {
+			drop = append(drop, mc.cc)
+			delete(c.conns, ep)
+			continue
+		}
+		if next == 0 || left < next {
+			next = left
+		}
+	}
+	c.sweepArmed = next > 0 && !c.closed
+	if c.sweepArmed {
+		c.sweep.Reset(next)
+	}
+	c.mu.Unlock()
+	for _, cc := range drop {
+		_ = cc.Close()
+	}
 }
 
 // memberTarget is the gRPC target of an endpoint and whether it takes TLS,
@@ -343,9 +401,9 @@ func (c *realClient) setEndpoints(eps []string) {
 func (c *realClient) keepConns(keep []string) {
 	c.mu.Lock()
 	var drop []*grpc.ClientConn
-	for ep, cc := range c.conns {
+	for ep, mc := range c.conns {
 		if !slices.Contains(keep, ep) {
-			drop = append(drop, cc)
+			drop = append(drop, mc.cc)
 			delete(c.conns, ep)
 		}
 	}
@@ -369,6 +427,9 @@ func (c *realClient) close() {
 	c.cli = nil
 	if c.idle != nil {
 		c.idle.Stop()
+	}
+	if c.sweep != nil {
+		c.sweep.Stop()
 	}
 	c.mu.Unlock()
 	c.keepConns(nil)
@@ -403,7 +464,7 @@ func (c *realClient) askAny(ctx context.Context, call func(context.Context, *grp
 		if ctx.Err() != nil {
 			break
 		}
-		cc, err := c.conn(ep)
+		cc, release, err := c.conn(ep)
 		if err != nil {
 			if errors.Is(err, errClosed) {
 				return err
@@ -414,6 +475,7 @@ func (c *realClient) askAny(ctx context.Context, call func(context.Context, *grp
 		tctx, cancel := context.WithTimeout(ctx, tryTime(ctx, len(order)-i))
 		err = call(tctx, cc)
 		cancel()
+		release()
 		if err == nil {
 			c.tried(ep, true)
 			return nil
@@ -462,10 +524,10 @@ func (c *realClient) order() ([]string, error) {
 	var closed, failing []string
 	for k := range n {
 		ep := c.endpoints[(start+k)%n]
-		switch cc, ok := c.conns[ep]; {
+		switch mc, ok := c.conns[ep]; {
 		case c.failing[ep]:
 			failing = append(failing, ep)
-		case ok && cc.GetState() == connectivity.Ready:
+		case ok && mc.cc.GetState() == connectivity.Ready:
 			order = append(order, ep)
 		default:
 			closed = append(closed, ep)
@@ -546,30 +608,32 @@ func (c *realClient) MemberRemove(ctx context.Context, id uint64) error {
 }
 
 // member is the maintenance API of one member, on the connection kept for
-// its endpoint.
-func (c *realClient) member(endpoint string) (pb.MaintenanceClient, error) {
-	cc, err := c.conn(endpoint)
+// its endpoint, and the function to call when done with it.
+func (c *realClient) member(endpoint string) (pb.MaintenanceClient, func(), error) {
+	cc, release, err := c.conn(endpoint)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pb.NewMaintenanceClient(cc), nil
+	return pb.NewMaintenanceClient(cc), release, nil
 }
 
 func (c *realClient) MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error {
 	// MoveLeader must reach the leader itself.
-	m, err := c.member(leaderEndpoint)
+	m, release, err := c.member(leaderEndpoint)
 	if err != nil {
 		return mapError(err)
 	}
+	defer release()
 	_, err = m.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: to})
 	return mapError(err)
 }
 
 func (c *realClient) Status(ctx context.Context, endpoint string) (Status, error) {
-	m, err := c.member(endpoint)
+	m, release, err := c.member(endpoint)
 	if err != nil {
 		return Status{}, mapError(err)
 	}
+	defer release()
 	resp, err := m.Status(ctx, &pb.StatusRequest{})
 	if err != nil {
 		return Status{}, mapError(err)
@@ -639,10 +703,11 @@ func (c *realClient) Compact(ctx context.Context, rev int64) error {
 }
 
 func (c *realClient) Defragment(ctx context.Context, endpoint string) error {
-	m, err := c.member(endpoint)
+	m, release, err := c.member(endpoint)
 	if err != nil {
 		return mapError(err)
 	}
+	defer release()
 	_, err = m.Defragment(ctx, &pb.DefragmentRequest{})
 	return mapError(err)
 }

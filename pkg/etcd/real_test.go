@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -267,7 +268,7 @@ func memberConnState(c Client, endpoint string) connectivity.State {
 	if !ok {
 		return connectivity.Shutdown
 	}
-	return cc.GetState()
+	return cc.cc.GetState()
 }
 
 // eventually fails the test if ok is not true within 10 s.
@@ -760,4 +761,45 @@ func TestMemberTarget(t *testing.T) {
 			t.Errorf("memberTarget(%q, %t) = %q, %t; want %q, %t", tt.endpoint, tt.haveTLS, target, secure, tt.target, tt.secure)
 		}
 	}
+}
+
+// TestMemberConnectionInUseStaysOpen: a member connection is closed only
+// once no call has used it for the idle timeout. A call longer than the
+// timeout (a member cut off waits until the deadline) keeps it open, even
+// while shorter calls on it end and start the idle time; it is closed the
+// idle timeout after the long call ended.
+func TestMemberConnectionInUseStaysOpen(t *testing.T) {
+	t.Parallel()
+	eps, _, ls, creds := fakeCluster(t, true, roleCutOff)
+	f := NewClientFactory()
+	f.IdleTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { f.Forget("c") })
+	cli, err := f.Get(t.Context(), "c", eps, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Status(t.Context(), eps[0]); err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	long := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, _, err := cli.MemberList(ctx)
+		long <- err
+	}()
+	for range 6 {
+		time.Sleep(80 * time.Millisecond)
+		if _, err := cli.Status(t.Context(), eps[0]); err != nil {
+			t.Fatalf("Status during the long call: %v", err)
+		}
+	}
+	err = <-long
+	if err == nil || strings.Contains(err.Error(), "closing") {
+		t.Fatalf("the cut-off member's MemberList: %v, want its deadline", err)
+	}
+	if a, o := ls[0].accepted.Load(), ls[0].open.Load(); a != 1 || o != 1 {
+		t.Fatalf("during the long call: %d connections made, %d open; want 1, 1", a, o)
+	}
+	eventually(t, "closed the connection once idle", func() bool { return ls[0].open.Load() == 0 })
 }
