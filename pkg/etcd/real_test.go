@@ -441,15 +441,8 @@ func TestQuietClusterOneConnectionPerMember(t *testing.T) {
 	for _, withTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%t", withTLS), func(t *testing.T) {
 			t.Parallel()
-			eps, members, ls, creds := fakeCluster(t, withTLS, roleVoter, roleVoter, roleVoter)
-			f := NewClientFactory()
-			f.IdleTimeout = 300 * time.Millisecond
-			t.Cleanup(func() { f.Forget("c") })
+			cli, eps, members, ls := clientWithIdleTimeout(t, withTLS, 300*time.Millisecond, roleVoter, roleVoter, roleVoter)
 			ctx := t.Context()
-			cli, err := f.Get(ctx, "c", eps, creds)
-			if err != nil {
-				t.Fatal(err)
-			}
 			time.Sleep(100 * time.Millisecond)
 			for i, l := range ls {
 				if n := l.accepted.Load(); n != 0 {
@@ -533,6 +526,21 @@ func TestQuietClusterOneConnectionPerMember(t *testing.T) {
 	}
 }
 
+// clientWithIdleTimeout is a client of a fake cluster of these roles whose
+// connections close after idle.
+func clientWithIdleTimeout(t *testing.T, withTLS bool, idle time.Duration, roles ...role) (Client, []string, []*grpcMember, []*countingListener) {
+	t.Helper()
+	eps, members, ls, creds := fakeCluster(t, withTLS, roles...)
+	f := NewClientFactory()
+	f.IdleTimeout = idle
+	t.Cleanup(func() { f.Forget("c") })
+	cli, err := f.Get(t.Context(), "c", eps, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli, eps, members, ls
+}
+
 // TestIdleClientOpensOneConnectionPerLook: once every connection of a
 // cluster went idle, a calm look (one member's Status, then MemberList
 // and Alarms) opens a single connection: the questions that any member
@@ -543,15 +551,8 @@ func TestIdleClientOpensOneConnectionPerLook(t *testing.T) {
 	for _, withTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%t", withTLS), func(t *testing.T) {
 			t.Parallel()
-			eps, members, ls, creds := fakeCluster(t, withTLS, roleVoter, roleVoter, roleVoter)
-			f := NewClientFactory()
-			f.IdleTimeout = 200 * time.Millisecond
-			t.Cleanup(func() { f.Forget("c") })
+			cli, eps, members, ls := clientWithIdleTimeout(t, withTLS, 200*time.Millisecond, roleVoter, roleVoter, roleVoter)
 			ctx := t.Context()
-			cli, err := f.Get(ctx, "c", eps, creds)
-			if err != nil {
-				t.Fatal(err)
-			}
 			accepted := func() []int32 {
 				n := make([]int32, len(ls))
 				for i, l := range ls {
@@ -770,14 +771,7 @@ func TestMemberTarget(t *testing.T) {
 // idle timeout after the long call ended.
 func TestMemberConnectionInUseStaysOpen(t *testing.T) {
 	t.Parallel()
-	eps, _, ls, creds := fakeCluster(t, true, roleCutOff)
-	f := NewClientFactory()
-	f.IdleTimeout = 100 * time.Millisecond
-	t.Cleanup(func() { f.Forget("c") })
-	cli, err := f.Get(t.Context(), "c", eps, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cli, eps, _, ls := clientWithIdleTimeout(t, true, 100*time.Millisecond, roleCutOff)
 	if _, err := cli.Status(t.Context(), eps[0]); err != nil {
 		t.Fatalf("Status: %v", err)
 	}
@@ -794,7 +788,7 @@ func TestMemberConnectionInUseStaysOpen(t *testing.T) {
 			t.Fatalf("Status during the long call: %v", err)
 		}
 	}
-	err = <-long
+	err := <-long
 	if err == nil || strings.Contains(err.Error(), "closing") {
 		t.Fatalf("the cut-off member's MemberList: %v, want its deadline", err)
 	}
