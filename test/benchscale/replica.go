@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/raftsman/raftsman/api/v1alpha1"
 	"github.com/raftsman/raftsman/controllers"
@@ -102,7 +101,9 @@ func runReplica(name string, shards int) error {
 	}
 	baseline := heapNow()
 
-	root, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	so := controllers.ShardOptions{Shards: shards, Leases: true, Namespace: operatorNamespace, Identity: name}
+	so.LeaseDuration, so.RenewDeadline, so.RetryPeriod = replicaLease(*clusters)
+	root, err := newRootManager(cfg, scheme, so)
 	if err != nil {
 		return err
 	}
@@ -119,8 +120,6 @@ func runReplica(name string, shards int) error {
 		inFlight.Add(1)
 		return func() { inFlight.Add(-1) }
 	}
-	so := controllers.ShardOptions{Shards: shards, Leases: true, Namespace: operatorNamespace, Identity: name}
-	so.LeaseDuration, so.RenewDeadline, so.RetryPeriod = replicaLease(*clusters)
 	if err := controllers.SetupShards(root, opts, so); err != nil {
 		return err
 	}
