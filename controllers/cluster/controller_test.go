@@ -49,6 +49,7 @@ func TestEnvClusterController(t *testing.T) {
 		"RestoreFromBackupAfterLoss":       testRestoreFromBackup,
 		"StorageReplacement":               testStorageReplacement,
 		"IdleClusterReadsNoSecret":         testIdleReadsNoSecret,
+		"ServiceDriftRepaired":             testServiceDrift,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -719,6 +720,51 @@ func testIdleReadsNoSecret(t *testing.T, e *env) {
 		})
 		if got := secretReads() - n; got != 0 {
 			return fmt.Errorf("%d Secrets read over three polls", got)
+		}
+		return nil
+	})
+}
+
+// testServiceDrift: someone changes the client Service's selector, ports
+// and session affinity. The operator puts the selector and ports back from
+// the cache's lean copy of the Service (it keeps neither the session
+// affinity nor the cluster IP), with a patch of what changed: the cluster
+// IP and the session affinity the lean copy does not hold stay as they
+// are.
+func testServiceDrift(t *testing.T, e *env) {
+	e.formCluster(1)
+	cl := &etcdv1.EtcdCluster{}
+	if err := e.c.Get(t.Context(), e.key(), cl); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: e.ns, Name: resources.ClientServiceName(clusterName)}
+	svc := &corev1.Service{}
+	if err := e.c.Get(t.Context(), key, svc); err != nil {
+		t.Fatal(err)
+	}
+	clusterIP := svc.Spec.ClusterIP
+	want := resources.ClientService(cl, true).Spec
+	changed := svc.DeepCopy()
+	changed.Spec.Selector = map[string]string{"app": "someone-else"}
+	changed.Spec.Ports[0].Port = 12379
+	changed.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	if err := e.c.Update(t.Context(), changed); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the client Service's selector and ports put back", func() error {
+		got := &corev1.Service{}
+		if err := e.c.Get(t.Context(), key, got); err != nil {
+			return err
+		}
+		switch {
+		case !labels.Equals(got.Spec.Selector, want.Selector):
+			return fmt.Errorf("selector %v, want %v", got.Spec.Selector, want.Selector)
+		case got.Spec.Ports[0].Port != etcdv1.ClientPort:
+			return fmt.Errorf("ports %v", got.Spec.Ports)
+		case got.Spec.ClusterIP != clusterIP:
+			return fmt.Errorf("cluster IP %q, was %q", got.Spec.ClusterIP, clusterIP)
+		case got.Spec.SessionAffinity != corev1.ServiceAffinityClientIP:
+			return fmt.Errorf("session affinity %q: a field the cache does not keep was overwritten", got.Spec.SessionAffinity)
 		}
 		return nil
 	})

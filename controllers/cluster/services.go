@@ -89,8 +89,12 @@ func (r *Reconciler) ensureServices(ctx context.Context, s *scope) (ctrl.Result,
 			}
 		case !s.ownedOrForeign(have):
 		case !servicesMatch(have, want):
+			// A patch of what changed, from the cache's lean copy (an
+			// Update would send the fields the cache dropped as empty),
+			// refused if the Service changed since that copy.
+			patch := client.MergeFromWithOptions(have.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			have.Spec.Selector, have.Spec.Ports, have.Spec.PublishNotReadyAddresses = want.Spec.Selector, want.Spec.Ports, want.Spec.PublishNotReadyAddresses
-			if err := r.Update(ctx, have); err != nil {
+			if err := r.Patch(ctx, have, patch); err != nil {
 				return ctrl.Result{}, fmt.Errorf("update service %s: %w", want.Name, err)
 			}
 		}

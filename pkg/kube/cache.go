@@ -52,6 +52,7 @@ func CacheOptions(shard string, namespaces ...string) cache.Options {
 		// these drop managedFields with the rest.
 		&corev1.Pod{}:                   {Transform: leanTransform(leanPod)},
 		&corev1.PersistentVolumeClaim{}: {Transform: leanTransform(leanPVC)},
+		&corev1.Service{}:               {Transform: leanTransform(leanService)},
 		// Secrets: their metadata only, whoever reads them (NewCache
 		// refuses the rest). A transform is still needed: the annotations
 		// of other domains go, such as kubectl's last-applied-configuration,
@@ -171,15 +172,25 @@ func ParseNamespaces(list string) []string {
 // Secret on its passes, which come on changes only. An idle cluster costs
 // no API read.
 //
-// Kept whole: the operator's own kinds; Services and PodDisruptionBudgets,
-// which the controllers write back with Update (the object sent whole: a
+// Service (leanService), the peer and client Services of each cluster:
+// metadata as for Pods (ownerReferences: cluster ownedOrForeign and
+// Owns(Service); resourceVersion: the optimistic lock of ensureServices'
+// patch); spec.selector (cluster servicesMatch, selectsServing),
+// spec.ports (servicesMatch: name, port, targetPort; kept whole),
+// spec.publishNotReadyAddresses (servicesMatch), spec.type and
+// spec.clusterIP (not read; they say what kind of Service it is). Dropped:
+// clusterIPs, ipFamilies and their policy, session affinity, traffic
+// policies, the status.
+//
+// Kept whole: the operator's own kinds; PodDisruptionBudgets, which the
+// cluster controller writes back with Update (the object sent whole: a
 // lean copy would wipe what it dropped); StorageClasses (few,
 // cluster-wide). managedFields are dropped from every kind.
 //
-// Whoever reads a new field of a Pod or PVC from the cache adds it here,
-// or reads past the cache. A cached Pod or PVC is never written back
-// whole (Update): only patched from a copy of itself (client.MergeFrom),
-// which sends what changed alone.
+// Whoever reads a new field of a Pod, PVC or Service from the cache adds
+// it here, or reads past the cache. A cached Pod, PVC or Service is never
+// written back whole (Update): only patched from a copy of itself
+// (client.MergeFrom), which sends what changed alone.
 
 // ownDomain is the prefix of the annotations the operator reads: its API
 // group's.
@@ -284,6 +295,21 @@ func leanContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 // only (Secrets).
 func leanPartial(p *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: leanMeta(&p.ObjectMeta)}
+}
+
+// leanService is what the cache keeps of a Service (see above).
+func leanService(svc *corev1.Service) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   svc.TypeMeta,
+		ObjectMeta: leanMeta(&svc.ObjectMeta),
+		Spec: corev1.ServiceSpec{
+			Type:                     svc.Spec.Type,
+			ClusterIP:                svc.Spec.ClusterIP,
+			Selector:                 svc.Spec.Selector,
+			Ports:                    svc.Spec.Ports,
+			PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses,
+		},
+	}
 }
 
 // leanPVC is what the cache keeps of a PersistentVolumeClaim (see the

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -599,19 +601,60 @@ func TestSecretMetadataKeepsWhatIsRead(t *testing.T) {
 	}
 }
 
-// TestOtherKindsKeepTheirFields: the other kinds lose only managedFields.
+// fullService is a cluster's client Service as the API server gives it,
+// with a field someone else set (session affinity).
+func fullService() *corev1.Service {
+	owner := metav1.OwnerReference{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdCluster", Name: "demo", UID: "cluster-uid", Controller: ptr.To(true)}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-client", Namespace: "ns", UID: "svc-uid", ResourceVersion: "77", CreationTimestamp: created,
+			ManagedFields: managedFields(), Labels: map[string]string{etcdv1.ClusterLabel: "demo"}, OwnerReferences: []metav1.OwnerReference{owner},
+			Annotations: map[string]string{"cloud.example.com/load-balancer": "internal"}},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"},
+			Selector:                 map[string]string{etcdv1.ClusterLabel: "demo"},
+			Ports:                    []corev1.ServicePort{{Name: "client", Port: 2379, TargetPort: intstr.FromString("client"), Protocol: corev1.ProtocolTCP}},
+			PublishNotReadyAddresses: true, SessionAffinity: corev1.ServiceAffinityClientIP,
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack),
+			InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster),
+		},
+	}
+}
+
+// TestLeanServiceKeepsWhatIsRead: of a member cluster's client Service,
+// the cache keeps its identity, labels and owners, its selector, ports and
+// publishing of not-ready addresses, type and cluster IP; the other
+// fields, set by the API server or by someone else, go.
+func TestLeanServiceKeepsWhatIsRead(t *testing.T) {
+	t.Parallel()
+	full := fullService()
+	owner := full.OwnerReferences[0]
+	want := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-client", Namespace: "ns", UID: "svc-uid", ResourceVersion: "77", CreationTimestamp: created,
+			Labels: full.Labels, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Selector: full.Spec.Selector, Ports: full.Spec.Ports, PublishNotReadyAddresses: true},
+	}
+	if lean := transformed(t, full); !reflect.DeepEqual(lean, want) {
+		got, _ := json.MarshalIndent(lean, "", "  ")
+		exp, _ := json.MarshalIndent(want, "", "  ")
+		t.Errorf("lean Service:\n%s\nwant:\n%s", got, exp)
+	}
+}
+
+// TestOtherKindsKeepTheirFields: kinds without a transform of their own
+// (PodDisruptionBudgets, which the cluster controller writes back whole)
+// lose only their managedFields.
 func TestOtherKindsKeepTheirFields(t *testing.T) {
 	t.Parallel()
 	opts := CacheOptions("shard-0")
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo-client", Namespace: "ns", ManagedFields: managedFields(), Annotations: map[string]string{"a": "b"}},
-		Spec:       corev1.ServiceSpec{ClusterIP: "10.96.0.10", Selector: map[string]string{"a": "b"}, Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}},
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", ManagedFields: managedFields(), Annotations: map[string]string{"a": "b"}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}},
 	}
-	want := svc.DeepCopy()
+	want := pdb.DeepCopy()
 	want.ManagedFields = nil
-	out, err := opts.DefaultTransform(svc)
+	out, err := opts.DefaultTransform(pdb)
 	if err != nil || !reflect.DeepEqual(out, want) {
-		t.Errorf("Service = %+v (%v)", out, err)
+		t.Errorf("PodDisruptionBudget = %+v (%v)", out, err)
 	}
 	var kinds []string
 	for o, by := range opts.ByObject {
@@ -620,7 +663,7 @@ func TestOtherKindsKeepTheirFields(t *testing.T) {
 		}
 	}
 	sort.Strings(kinds)
-	if !slices.Equal(kinds, []string{"*v1.PersistentVolumeClaim", "*v1.Pod", "*v1.Secret"}) {
+	if !slices.Equal(kinds, []string{"*v1.PersistentVolumeClaim", "*v1.Pod", "*v1.Secret", "*v1.Service"}) {
 		t.Errorf("kinds with a transform of their own: %v", kinds)
 	}
 }
@@ -676,6 +719,7 @@ func TestLeanPodSize(t *testing.T) {
 	measure("member Pod", plain)
 	measure("member Pod with a webhook's proxy env and a CNI annotation", fullMemberPod())
 	measure("member PVC", fullPVC())
+	measure("client Service", fullService())
 	measure("agent Pod (backup to S3)", agentFixture(corev1.PodSucceeded, "", "", `{"key":"ns/demo/nightly.db"}`))
 }
 
