@@ -35,7 +35,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 	// in milliseconds, so each look of a recovery need not wait the full
 	// etcd timeout to learn it is still lost.
 	req := lookRequest{client: cli, members: map[string]string{}, listTimeout: r.Options.EtcdTimeout,
-		statusTimeout: r.Options.StatusTimeout, etcdTimeout: r.Options.EtcdTimeout}
+		statusTimeout: r.Options.StatusTimeout, etcdTimeout: r.Options.EtcdTimeout, noneReady: !s.anyMemberReady()}
 	if a := meta.FindStatusCondition(s.cluster.Status.Conditions, etcdv1.ConditionAvailable); a != nil && (a.Reason == etcdv1.ReasonQuorumLost || a.Reason == etcdv1.ReasonRestoringBackup) {
 		req.listTimeout = min(req.listTimeout, 2*r.Options.StatusTimeout)
 	}

@@ -117,6 +117,10 @@ type lookRequest struct {
 	only    uint64
 	onlyURL string
 	carried map[uint64]etcd.Status
+	// noneReady: no active member is Ready (the kubelet's probes of etcd
+	// fail, as when its node is lost): the pass does not wait for the
+	// look, which is likely to hang; its end wakes the cluster.
+	noneReady bool
 }
 
 func (o *Observer) init() {
@@ -164,7 +168,7 @@ func (o *Observer) observe(ctx context.Context, c *etcdv1.EtcdCluster, req lookR
 		}
 	}
 	suspect := o.suspect[key]
-	wait := !suspect && o.overdue < max(o.Limit, 1)
+	wait := !suspect && !req.noneReady && o.overdue < max(o.Limit, 1)
 	l = &look{done: make(chan struct{}), waited: wait}
 	o.looks[key] = l
 	o.mu.Unlock()

@@ -383,6 +383,28 @@ func listedName(list []etcd.Member, id uint64) string {
 	return ""
 }
 
+// TestObserverDoesNotWaitWhenNoMemberIsReady: the pass of a cluster none
+// of whose members is Ready (its node lost, its etcd hung) does not wait
+// for its look, which would hold a worker for the wait; the look's end
+// wakes the cluster, and the next pass takes the answer.
+func TestObserverDoesNotWaitWhenNoMemberIsReady(t *testing.T) {
+	t.Parallel()
+	o := &Observer{Limit: 2, Wait: time.Hour}
+	o.init()
+	h := newHanging(answering())
+	c := testCluster("unready")
+	req := lookAt(h)
+	req.noneReady = true
+	if _, ok := observeSoon(t, o, c, req); ok {
+		t.Fatal("a hung etcd answered")
+	}
+	h.release()
+	woken(t, o, "unready")
+	if obs, ok := observeSoon(t, o, c, req); !ok || obs.listErr != nil {
+		t.Fatalf("the answer on the wake-up: ok %v, %+v", ok, obs)
+	}
+}
+
 func TestObserverStopsWaitingWhileManyLooksAreOverdue(t *testing.T) {
 	t.Parallel()
 	// Two hung clusters fill a lane of two with overdue looks: a mass

@@ -64,11 +64,11 @@ var (
 	out      = flag.String("out", "bench/RESULTS.md", "file whose bench-scale section is written")
 	clusters = flag.Int("clusters", 1000, "number of EtcdClusters")
 	// A calm cluster's polls space out (1m, 2m, 4m, 8m, then every
-	// --calm-health-interval, 10m): the idle window opens once they have
+	// --calm-health-interval, 12m): the idle window opens once they have
 	// (idle-after), and lasts one calm interval, so that each cluster is
 	// polled about once in it; it also outlasts the 2 minutes after which
 	// the real client closes connections left unused.
-	idle      = flag.Duration("idle", 10*time.Minute, "how long the converged clusters are watched for API and etcd requests")
+	idle      = flag.Duration("idle", 12*time.Minute, "how long the converged clusters are watched for API and etcd requests")
 	idleAfter = flag.Duration("idle-after", 16*time.Minute, "how long after the clusters formed and were measured the idle window opens, for their polls to reach the calm pace")
 	etcdMode  = flag.String("etcd", "sim", "sim: the operator's real etcd client against the etcd simulator (a process of its own); fake: an in-memory fake etcd in the operator's process")
 	hung      = flag.Int("hung", 200, "with -etcd=sim, how many clusters hang (etcd paused, member Pods not Ready) while others scale")
@@ -1115,7 +1115,7 @@ func (r *results) simMethod(b *strings.Builder) {
 	fmt.Fprintf(b, "The benchmark plays the kubelet: a member Pod's etcd starts in the simulator with the Secret the Pod mounts, then the Pod is marked Ready and Running. ")
 	fmt.Fprintf(b, "Heap is HeapInuse after a GC less the same before the managers started (live objects, HeapAlloc: %.1f KiB per cluster), and goroutines runtime.NumGoroutine less the same, once the clusters formed and the writes that follow ended; both include the real clients and their connections, and the wrapper's cache of rewritten addresses (tens of bytes per member), which a real operator does not hold. ",
 		kib(r.heap.live)/float64(r.n))
-	fmt.Fprintf(b, "API requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f); etcd requests (by method, once answered), accepted connections and completed TLS handshakes by the simulator per member listener over the same window. The window opens %s after the clusters were measured: the operator polls a calm cluster after 1m, 2m, 4m, 8m, then every 10m (--calm-health-interval), so that the window sees the pace a quiet fleet keeps; the reconcile and look rows say what it did. The heap is measured twice: once the clusters formed (recently formed clusters are polled every minute, so their connections are open) and at the end of the idle window (a calm cluster's connections close 2 minutes after its poll). ",
+	fmt.Fprintf(b, "API requests are counted over %s of idle Available clusters by a RoundTripper around the operator's clients (%d writes, lease renewals left out; the operator's own raftsman_api_writes_total counted %.0f); etcd requests (by method, once answered), accepted connections and completed TLS handshakes by the simulator per member listener over the same window. The window opens %s after the clusters were measured: the operator polls a calm cluster after 1m, 2m, 4m, 8m, then every 12m (--calm-health-interval), so that the window sees the pace a quiet fleet keeps; the reconcile and look rows say what it did. The heap is measured twice: once the clusters formed (recently formed clusters are polled every minute, so their connections are open) and at the end of the idle window (a calm cluster's connections close 2 minutes after its poll). ",
 		r.idle, r.idleWrites, sum(r.idleWritesByResource), r.idleAfter)
 	if s := r.scale; s != nil {
 		fmt.Fprintf(b, "Scale-ups: the benchmark patches spec.replicas 1 -> 2 and times until a watch sees the new EtcdMember (the operator's first act) and until the simulator receives MemberAddAsLearner; %d clusters one after the other with none hung, then %d clusters hang (the simulator pauses them and the benchmark marks their member Pods not Ready, %.1f s for all) and %d other clusters scale the same way right after; the hung clusters stay hung %.0f s, then resume (every cluster was Available again %.0f s later, %d not). ",
