@@ -43,12 +43,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, s *scope) (ctrl.Result, er
 		req.members[m.Name] = m.Spec.ClientURL
 	}
 	if r.Options.CalmHealthInterval > r.Options.HealthInterval {
-		req.only, req.carried, _ = r.polls.lightLook(&s.view, time.Now(), lightLookMaxAge(len(s.active()), r.Options.CalmHealthInterval))
-		for _, m := range s.active() {
-			if id, err := etcd.ParseID(m.Status.MemberID); err == nil && id == req.only && req.only != 0 {
-				req.onlyURL = m.Spec.ClientURL
-			}
-		}
+		req.only, req.onlyURL, req.carried, _ = r.polls.lightLook(&s.view, time.Now(), lightLookMaxAge(len(s.active()), r.Options.CalmHealthInterval))
 	}
 	o, ok := r.Observer.observe(ctx, s.cluster, req)
 	if !ok {

@@ -136,32 +136,33 @@ func (pc *pace) remember(v *view, now time.Time) {
 // own generation (the kubelet probes each every second: one that stops
 // answering turns it False, and that brings a full look), and every other
 // member answered a look within maxAge. It returns the member to ask, the
-// one that answered longest ago, and the last answers of the others, to
-// carry over. A cluster of n calm members is thus asked for its member list
+// one that answered longest ago, with its client URL, and the last answers
+// of the others, to carry over. A cluster of n calm members is thus asked for its member list
 // and one status per poll, each member in turn every n polls; etcd puts
 // every alarm of the cluster in each member's status, so one status also
 // says whether there is any.
-func (p *polls) lightLook(v *view, now time.Time, maxAge time.Duration) (uint64, map[uint64]etcd.Status, bool) {
+func (p *polls) lightLook(v *view, now time.Time, maxAge time.Duration) (uint64, string, map[uint64]etcd.Status, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pc, ok := p.m[types.NamespacedName{Namespace: v.cluster.Namespace, Name: v.cluster.Name}]
 	active := v.active()
 	if m := v.cluster.Status.Maintenance; m != nil && m.Defrag != nil {
-		return 0, nil, false // a defragmentation reports each member's sizes before and after
+		return 0, "", nil, false // a defragmentation reports each member's sizes before and after
 	}
 	if !ok || pc.calm == 0 || pc.gen != v.cluster.Generation || len(pc.statuses) != len(active) || len(active) < 2 {
-		return 0, nil, false
+		return 0, "", nil, false
 	}
 	var ask uint64
+	var askURL string
 	var oldest time.Time
 	for _, m := range active {
 		id, err := etcd.ParseID(m.Status.MemberID)
 		at, known := pc.answered[id]
 		if err != nil || !known || now.Sub(at) > maxAge || !kube.IsTrue(m.Status.Conditions, etcdv1.ConditionReady, m.Generation) {
-			return 0, nil, false
+			return 0, "", nil, false
 		}
 		if ask == 0 || at.Before(oldest) {
-			ask, oldest = id, at
+			ask, askURL, oldest = id, m.Spec.ClientURL, at
 		}
 	}
 	carried := make(map[uint64]etcd.Status, len(pc.statuses)-1)
@@ -170,7 +171,7 @@ func (p *polls) lightLook(v *view, now time.Time, maxAge time.Duration) (uint64,
 			carried[id] = st
 		}
 	}
-	return ask, carried, true
+	return ask, askURL, carried, true
 }
 
 // calmInterval is the time to the next poll after n calm polls in a row:

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -136,6 +137,7 @@ func readyCalmView(size int64) *view {
 	v := calmView(size)
 	for i, m := range v.members {
 		m.Status.MemberID = etcd.FormatID(uint64(i + 1))
+		m.Spec.ClientURL = fmt.Sprintf("https://m%d:2379", i+1)
 		m.Status.Conditions = []metav1.Condition{{Type: etcdv1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: m.Generation}}
 	}
 	return v
@@ -211,9 +213,12 @@ func TestPollsLightLook(t *testing.T) {
 			t.Parallel()
 			p := &polls{}
 			tt.before(p)
-			ask, carried, ok := p.lightLook(tt.check.view, start.Add(tt.check.at), maxAge)
+			ask, url, carried, ok := p.lightLook(tt.check.view, start.Add(tt.check.at), maxAge)
 			if ok != tt.check.ok || ask != tt.check.ask {
 				t.Fatalf("lightLook = %d, %v; want %d, %v", ask, ok, tt.check.ask, tt.check.ok)
+			}
+			if want := fmt.Sprintf("https://m%d:2379", ask); ok && url != want {
+				t.Fatalf("lightLook asks member %d at %q, want its client URL %q", ask, url, want)
 			}
 			if _, has := carried[ask]; ok && (len(carried) != 2 || has) {
 				t.Fatalf("carried %v: want the two members not asked", carried)
